@@ -1,0 +1,41 @@
+// Command sluice runs Sluice, a Kafka-compatible streaming log whose brokers
+// own no disks.
+//
+//	sluice serve   agent and sequencer in one process (the laptop default)
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+const usage = `usage: sluice <command> [flags]
+
+commands:
+  serve   run an agent and the sequencer in one process on one store
+
+Run 'sluice <command> -h' for a command's flags. Every flag can also be set
+by an environment variable: --flush-window is SLUICE_FLUSH_WINDOW.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "serve":
+		err = serve(os.Args[2:])
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "sluice: unknown command %q\n\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sluice:", err)
+		os.Exit(1)
+	}
+}

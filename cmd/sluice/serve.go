@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sluicedb/sluice/objectio"
+	"github.com/sluicedb/sluice/server"
+)
+
+func serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:9092", "Kafka listener address")
+	store := fs.String("store", "dir://./sluice-data", "object store: dir://PATH or mem://")
+	adminAddr := fs.String("admin-addr", "127.0.0.1:9644", "address for /metrics and /debug/pprof (empty: off)")
+	advertise := fs.String("advertise", "", "host:port clients are told to connect to (default: the listen address)")
+	flushWindow := fs.Duration("flush-window", server.DefaultFlushWindow, "how long produced batches wait to share one object")
+	flushBytes := fs.Int("flush-bytes", server.DefaultFlushBytes, "seal an object early at this many bytes")
+	cacheBytes := fs.Int64("cache-bytes", server.DefaultCacheBytes, "segment cache size in bytes")
+	autoCreate := fs.Bool("auto-create-topics", true, "create unknown topics on Metadata and Produce")
+	defaultPartitions := fs.Int("default-partitions", 1, "partitions of auto-created topics")
+	maxRequestBytes := fs.Int("max-request-bytes", 100<<20, "larger request frames close the connection")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := parseWithEnv(fs, args); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(log)
+
+	st, err := objectio.Open(*store)
+	if err != nil {
+		return err
+	}
+	cfg := server.Config{
+		AgentID:           "serve",
+		FlushWindow:       *flushWindow,
+		FlushBytes:        *flushBytes,
+		CacheBytes:        *cacheBytes,
+		AutoCreateTopics:  *autoCreate,
+		DefaultPartitions: int32(*defaultPartitions),
+		MaxRequestBytes:   int32(*maxRequestBytes),
+		Logger:            log,
+	}
+	if *advertise != "" {
+		host, port, err := splitHostPort(*advertise)
+		if err != nil {
+			return fmt.Errorf("--advertise: %w", err)
+		}
+		cfg.AdvertiseHost, cfg.AdvertisePort = host, port
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	sa, err := server.StartStandalone(ctx, st, *listen, cfg)
+	if err != nil {
+		return err
+	}
+	log.Info("sluice serving", "kafka", sa.Addr(), "store", *store, "flush_window", *flushWindow)
+	if *adminAddr != "" {
+		go serveAdmin(*adminAddr, sa, log)
+	}
+	<-ctx.Done()
+	log.Info("shutting down: flushing and acknowledging buffered batches")
+	closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sa.Close(closeCtx)
+	return nil
+}
+
+// parseWithEnv parses flags, taking unset ones from SLUICE_<NAME> variables.
+func parseWithEnv(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "SLUICE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok && !set[f.Name] {
+			if err := f.Value.Set(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", env, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+func serveAdmin(addr string, sa *server.Standalone, log *slog.Logger) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		sa.Agent.WriteMetrics(w)
+	})
+	if err := http.ListenAndServe(addr, mux); err != nil {
+		log.Error("admin listener stopped", "addr", addr, "err", err)
+	}
+}

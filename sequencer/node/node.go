@@ -1,0 +1,299 @@
+// Package node drives a sequencer.Sequencer against a real object store: it
+// recovers it from the metadata log, runs its effects (log appends, read-backs,
+// snapshots), delivers replies and pushes durable entries to subscribers.
+// All the deciding happens in the sans-I/O core; this is the thin shell.
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sluicedb/sluice/objectio"
+	"github.com/sluicedb/sluice/sequencer"
+)
+
+// Config configures a Node.
+type Config struct {
+	Name          string // human part of the writer identity
+	Addr          string // advertised in the epoch entry
+	SnapshotEvery uint64
+	Logger        *slog.Logger
+}
+
+// retryDelay spaces out retries of failed metadata I/O.
+const retryDelay = 50 * time.Millisecond
+
+// Node runs one sequencer incarnation.
+type Node struct {
+	store objectio.Store
+	log   *slog.Logger
+
+	mu      sync.Mutex // guards everything below; never held during I/O
+	seq     *sequencer.Sequencer
+	nextID  uint64
+	pending map[uint64]func(any)
+	subs    []*subscriber
+	joining []*subscriber // wait for a moment with no entry in flight
+	fenced  chan struct{}
+
+	kick   chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+type subscriber struct {
+	fn    func(sequencer.Update)
+	from  uint64 // updates at or below this index are already in the copy
+	ready chan *sequencer.State
+}
+
+// Start recovers the sequencer from the store, appends its epoch entry and
+// returns once it is active.
+func Start(ctx context.Context, store objectio.Store, cfg Config) (*Node, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	writer := cfg.Name + "-" + nonce()
+	seq := sequencer.New(sequencer.Config{Writer: writer, Addr: cfg.Addr, SnapshotEvery: cfg.SnapshotEvery})
+	next, err := Recover(ctx, store, seq)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Logger.Info("sequencer recovered", "entries", next-1, "writer", writer)
+	seq.Activate()
+	runCtx, cancel := context.WithCancel(context.Background())
+	n := &Node{
+		store: store, log: cfg.Logger, seq: seq,
+		pending: map[uint64]func(any){}, fenced: make(chan struct{}),
+		kick: make(chan struct{}, 1), ctx: runCtx, cancel: cancel, done: make(chan struct{}),
+	}
+	go n.run()
+	n.poke() // the epoch entry is waiting in Ready
+	for !n.active() {
+		select {
+		case <-ctx.Done():
+			n.Close()
+			return nil, ctx.Err()
+		case <-n.fenced:
+			n.Close()
+			return nil, errors.New("sequencer: fenced while taking over")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return n, nil
+}
+
+func (n *Node) active() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.seq.Active()
+}
+
+// Recover restores seq from the newest snapshot and replays the log after
+// it, up to the first missing entry. It returns the index of that entry.
+func Recover(ctx context.Context, store objectio.Store, seq *sequencer.Sequencer) (uint64, error) {
+	snaps, err := objectio.ListAll(ctx, store, sequencer.SnapPrefix)
+	if err != nil {
+		return 0, fmt.Errorf("list snapshots: %w", err)
+	}
+	var from uint64
+	for i := len(snaps) - 1; i >= 0; i-- {
+		idx, ok := sequencer.ParseIndexKey(snaps[i].Key, sequencer.SnapPrefix)
+		if !ok {
+			continue
+		}
+		data, err := store.Get(ctx, snaps[i].Key, 0, -1)
+		if err != nil {
+			return 0, fmt.Errorf("read snapshot %d: %w", idx, err)
+		}
+		st, err := sequencer.UnmarshalState(data)
+		if err != nil || st.Index != idx {
+			return 0, fmt.Errorf("snapshot %d is unreadable: %v", idx, err)
+		}
+		seq.Restore(st)
+		from = idx
+		break
+	}
+	for index := from + 1; ; index++ {
+		data, err := store.Get(ctx, sequencer.LogKey(index), 0, -1)
+		if errors.Is(err, objectio.ErrNotFound) {
+			return index, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("read log entry %d: %w", index, err)
+		}
+		if err := seq.Replay(index, data); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// Submit hands a request to the sequencer; done is called with the reply
+// body, from the node's goroutine, once the reply may be sent.
+func (n *Node) Submit(body any, done func(any)) {
+	n.mu.Lock()
+	n.nextID++
+	id := n.nextID
+	n.pending[id] = done
+	n.seq.Step(sequencer.Request{ID: id, Body: body})
+	n.mu.Unlock()
+	n.poke()
+}
+
+// Subscribe returns a copy of the durable state and calls fn, in order and
+// from one goroutine, with every entry made durable after it.
+func (n *Node) Subscribe(fn func(sequencer.Update)) *sequencer.State {
+	s := &subscriber{fn: fn, ready: make(chan *sequencer.State, 1)}
+	n.mu.Lock()
+	n.joining = append(n.joining, s)
+	n.mu.Unlock()
+	n.poke()
+	return <-s.ready
+}
+
+// Fenced is closed when another sequencer has taken over.
+func (n *Node) Fenced() <-chan struct{} { return n.fenced }
+
+// Close stops the node. Requests still waiting get no reply.
+func (n *Node) Close() {
+	n.cancel()
+	<-n.done
+}
+
+func (n *Node) poke() {
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (n *Node) run() {
+	defer close(n.done)
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-n.kick:
+		}
+		n.step()
+	}
+}
+
+// step takes one Ready from the core and carries it out.
+func (n *Node) step() {
+	n.mu.Lock()
+	n.admitSubscribers()
+	rd := n.seq.Ready()
+	dones := make([]func(), 0, len(rd.Replies))
+	for _, r := range rd.Replies {
+		if fn := n.pending[r.ID]; fn != nil {
+			delete(n.pending, r.ID)
+			body := r.Body
+			dones = append(dones, func() { fn(body) })
+		}
+	}
+	subs := n.subs
+	n.mu.Unlock()
+
+	// Updates go out before replies: an agent that is told its batch is
+	// committed must already be able to serve it.
+	for _, u := range rd.Updates {
+		for _, s := range subs {
+			if u.Index > s.from {
+				s.fn(u)
+			}
+		}
+	}
+	for _, d := range dones {
+		d()
+	}
+	if rd.Append != nil {
+		go n.append(*rd.Append)
+	}
+	if rd.Verify != 0 {
+		go n.verify(rd.Verify)
+	}
+	if rd.Snapshot != nil {
+		go n.snapshot(*rd.Snapshot)
+	}
+	if rd.Fenced {
+		n.log.Error("sequencer fenced: another sequencer appended to the metadata log")
+		close(n.fenced)
+	}
+}
+
+// admitSubscribers hands waiting subscribers a copy of the state at a moment
+// when it is exactly the durable state: no entry in flight.
+func (n *Node) admitSubscribers() {
+	if len(n.joining) == 0 || n.seq.InFlight() {
+		return
+	}
+	st := n.seq.State()
+	data := st.Marshal()
+	for _, s := range n.joining {
+		cp, err := sequencer.UnmarshalState(data)
+		if err != nil {
+			panic(err) // we just encoded it
+		}
+		s.from = st.Index
+		n.subs = append(n.subs, s)
+		s.ready <- cp
+	}
+	n.joining = nil
+}
+
+func (n *Node) append(w sequencer.LogWrite) {
+	err := n.store.Put(n.ctx, sequencer.LogKey(w.Index), w.Data, objectio.PutOptions{IfAbsent: true})
+	if err != nil && !errors.Is(err, objectio.ErrExists) {
+		n.log.Warn("metadata log append failed; verifying", "entry", w.Index, "err", err)
+		n.sleep()
+	}
+	n.mu.Lock()
+	n.seq.AppendDone(w.Index, err)
+	n.mu.Unlock()
+	n.poke()
+}
+
+func (n *Node) verify(index uint64) {
+	data, err := n.store.Get(n.ctx, sequencer.LogKey(index), 0, -1)
+	found := err == nil
+	if errors.Is(err, objectio.ErrNotFound) {
+		err = nil
+	}
+	if err != nil {
+		n.sleep()
+	}
+	n.mu.Lock()
+	n.seq.VerifyDone(index, data, found, err)
+	n.mu.Unlock()
+	n.poke()
+}
+
+func (n *Node) snapshot(w sequencer.LogWrite) {
+	err := n.store.Put(n.ctx, sequencer.SnapKey(w.Index), w.Data, objectio.PutOptions{IfAbsent: true})
+	if err != nil && !errors.Is(err, objectio.ErrExists) {
+		n.log.Warn("snapshot write failed; recovery will replay more entries", "entry", w.Index, "err", err)
+	}
+}
+
+func (n *Node) sleep() {
+	select {
+	case <-n.ctx.Done():
+	case <-time.After(retryDelay):
+	}
+}
+
+func nonce() string {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b[:])
+}

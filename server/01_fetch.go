@@ -1,0 +1,99 @@
+package server
+
+// Fetch, versions 4 to 12 (v13 names topics by id and is not served).
+//
+// read_uncommitted and read_committed behave alike: there are no
+// transactions, so everything below the high watermark is committed. A fetch
+// that finds fewer than min_bytes waits for new data up to max_wait_ms.
+// Fetch sessions are not kept: the response's session id is 0, so clients
+// send full fetches.
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(new(kmsg.FetchRequest), 4, 12, handleFetch) }
+
+// fetchWaitMax bounds a long poll whatever the client asks.
+const fetchWaitMax = 30 * time.Second
+
+func handleFetch(a *Agent, c *call) {
+	req := c.req.(*kmsg.FetchRequest)
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	if req.SessionID != 0 {
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		c.respond(resp)
+		return
+	}
+	var parts []*partRead
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			parts = append(parts, &partRead{topic: t.Topic, partition: p.Partition, offset: p.FetchOffset, maxBytes: p.PartitionMaxBytes})
+		}
+	}
+	maxBytes := int64(req.MaxBytes)
+	if maxBytes <= 0 {
+		maxBytes = 50 << 20
+	}
+	wait := min(time.Duration(req.MaxWaitMillis)*time.Millisecond, fetchWaitMax)
+	deadline := time.Now().Add(wait)
+
+	// Fast path, on the event loop: the data is there and cached.
+	changed := a.changes()
+	total, anyErr := a.plan(parts, maxBytes)
+	if (anyErr || total >= int64(req.MinBytes) || wait <= 0) && a.cached(parts) {
+		a.answerFetch(c, req, resp, parts)
+		return
+	}
+	go func() {
+		for !anyErr && total < int64(req.MinBytes) && time.Now().Before(deadline) {
+			timer := time.NewTimer(time.Until(deadline))
+			select {
+			case <-changed:
+			case <-timer.C:
+			case <-a.ctx.Done():
+			}
+			timer.Stop()
+			changed = a.changes()
+			total, anyErr = a.plan(parts, maxBytes)
+		}
+		if err := a.load(a.ctx, parts); err != nil {
+			a.log.Error("fetch could not read stored batches", "err", err)
+			for _, pr := range parts {
+				if len(pr.entries) > 0 {
+					pr.err, pr.entries, pr.batches = kerr.KafkaStorageError.Code, nil, nil
+				}
+			}
+		}
+		a.answerFetch(c, req, resp, parts)
+	}()
+}
+
+// answerFetch builds the response in request order.
+func (a *Agent) answerFetch(c *call, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, parts []*partRead) {
+	i := 0
+	for _, t := range req.Topics {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic = t.Topic
+		for range t.Partitions {
+			pr := parts[i]
+			i++
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = pr.partition, pr.err
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = pr.hwm, pr.hwm, pr.logStart
+			if pr.err != 0 {
+				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+			}
+			for _, b := range pr.batches {
+				rp.RecordBatches = append(rp.RecordBatches, b...)
+			}
+			a.metrics.fetchedBytes.Add(int64(len(rp.RecordBatches)))
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	c.respond(resp)
+}

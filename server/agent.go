@@ -1,0 +1,196 @@
+// Package server is the agent: it speaks the Kafka protocol to clients,
+// coalesces produced batches into one object per flush window, has the
+// sequencer order them, and serves fetches from the segment cache.
+//
+// Files: agent.go (state shared by all connections), flush.go (the sans-I/O
+// flush window), commit.go (writing sealed objects and committing them),
+// read.go (resolving fetches to cached bytes), listener.go and conn.go (the
+// gnet shell), api.go (the handler registry) and one NN_name.go per Kafka API.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sluicedb/sluice/cache"
+	"github.com/sluicedb/sluice/codec"
+	"github.com/sluicedb/sluice/objectio"
+	"github.com/sluicedb/sluice/sequencer"
+)
+
+// Sequencer is how an agent reaches the sequencer: in process for `sluice
+// serve`, over the network for `sluice agent`.
+type Sequencer interface {
+	// Submit sends a request body; done gets the reply body once it is
+	// durable. done must not block.
+	Submit(body any, done func(any))
+	// Subscribe returns a copy of the durable state and then calls fn with
+	// every later durable entry, in order.
+	Subscribe(fn func(sequencer.Update)) *sequencer.State
+}
+
+// Config configures an agent. Zero values take the defaults below.
+type Config struct {
+	AgentID           string        // names the agent's data objects; must be unique per process
+	NodeID            int32         // the broker id advertised to clients
+	AdvertiseHost     string        // advertised in Metadata and FindCoordinator
+	AdvertisePort     int32         //
+	ClusterID         string        //
+	FlushWindow       time.Duration // how long batches wait to share an object
+	FlushBytes        int           // an object is sealed early at this size
+	MaxRequestBytes   int32         // larger frames close the connection
+	MaxMessageBytes   int32         // larger batches get MESSAGE_TOO_LARGE
+	AutoCreateTopics  bool          //
+	DefaultPartitions int32         // for auto-created topics and CreateTopics with -1
+	CacheBytes        int64         //
+	Logger            *slog.Logger  //
+}
+
+// Defaults, as a Kafka user would expect them where Kafka has the setting.
+const (
+	DefaultFlushWindow     = 250 * time.Millisecond
+	DefaultFlushBytes      = 8 << 20
+	DefaultMaxMessageBytes = 1048588 // Kafka's message.max.bytes
+	DefaultCacheBytes      = 512 << 20
+)
+
+func (c *Config) setDefaults() {
+	if c.FlushWindow <= 0 {
+		c.FlushWindow = DefaultFlushWindow
+	}
+	if c.FlushBytes <= 0 {
+		c.FlushBytes = DefaultFlushBytes
+	}
+	if c.MaxRequestBytes <= 0 {
+		c.MaxRequestBytes = codec.DefaultMaxRequestBytes
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if c.DefaultPartitions <= 0 {
+		c.DefaultPartitions = 1
+	}
+	if c.CacheBytes <= 0 {
+		c.CacheBytes = DefaultCacheBytes
+	}
+	if c.ClusterID == "" {
+		c.ClusterID = "sluice"
+	}
+	if c.AgentID == "" {
+		c.AgentID = "agent"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Agent is the state every connection shares. It is safe for concurrent use.
+type Agent struct {
+	cfg   Config
+	log   *slog.Logger
+	seq   Sequencer
+	store objectio.Store
+	cache *cache.Cache
+
+	// Lock order: flushMu, then mu.
+	mu      sync.RWMutex
+	replica *sequencer.State // the durable metadata, applied from updates
+	changed chan struct{}    // closed and replaced on every update: wakes long polls
+
+	flushMu sync.Mutex
+	flush   *flushCore
+	timer   *time.Timer
+	objects commitQueue
+
+	metrics metrics
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewAgent starts an agent on top of a sequencer and a store.
+func NewAgent(cfg Config, seq Sequencer, store objectio.Store) (*Agent, error) {
+	cfg.setDefaults()
+	c, err := cache.New(cfg.CacheBytes)
+	if err != nil {
+		return nil, fmt.Errorf("segment cache: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &Agent{
+		cfg: cfg, log: cfg.Logger, seq: seq, store: store, cache: c,
+		changed: make(chan struct{}),
+		// Object keys must never repeat, even across restarts of an agent
+		// with the same id: a restarted agent that reused them would
+		// overwrite acknowledged data.
+		flush: newFlushCore(cfg.AgentID+"-"+nonce(), cfg.FlushWindow, cfg.FlushBytes),
+		ctx:   ctx, cancel: cancel,
+	}
+	a.objects.agent = a
+	a.replica = seq.Subscribe(a.apply)
+	return a, nil
+}
+
+// apply applies a durable entry to the replica and wakes long polls.
+func (a *Agent) apply(u sequencer.Update) {
+	a.mu.Lock()
+	if u.Index <= a.replica.Index {
+		a.mu.Unlock()
+		return
+	}
+	if err := a.replica.Apply(u.Index, u.Entry); err != nil {
+		// The replica and the sequencer apply the same entries with the
+		// same code: a difference is a bug that must not be served.
+		panic(fmt.Sprintf("agent replica diverged: %v", err))
+	}
+	close(a.changed)
+	a.changed = make(chan struct{})
+	a.mu.Unlock()
+}
+
+// Close flushes what is buffered, waits for outstanding commits (bounded by
+// ctx), and releases the agent.
+func (a *Agent) Close(ctx context.Context) {
+	a.flushNow()
+	done := make(chan struct{})
+	go func() { a.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	a.cancel()
+	a.cache.Close()
+}
+
+// view runs fn with the replica read-locked.
+func (a *Agent) view(fn func(st *sequencer.State)) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	fn(a.replica)
+}
+
+// changes returns a channel closed at the next durable update.
+func (a *Agent) changes() <-chan struct{} {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.changed
+}
+
+// submit is Submit with a typed reply.
+func submit[R any](a *Agent, body any, done func(R)) {
+	a.seq.Submit(body, func(reply any) { done(reply.(R)) })
+}
+
+// nonce returns a random hex string naming one incarnation of an agent.
+func nonce() string {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return hex.EncodeToString(b[:])
+}

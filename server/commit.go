@@ -1,0 +1,169 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/sluicedb/sluice/cache"
+	"github.com/sluicedb/sluice/codec"
+	"github.com/sluicedb/sluice/objectio"
+	"github.com/sluicedb/sluice/sequencer"
+)
+
+// putAttemptsMax bounds how often a data object PUT is tried before its
+// batches fail with a retriable error (the producers then retry).
+const putAttemptsMax = 5
+
+// appendBatch adds a validated batch to the flush window. done is called
+// exactly once, from another goroutine, with the batch's outcome.
+func (a *Agent) appendBatch(batch []byte, c sequencer.BatchCommit, done func(sequencer.BatchResult)) {
+	a.flushMu.Lock()
+	defer a.flushMu.Unlock()
+	sealed, opened := a.flush.add(time.Now(), batch, c, done)
+	if sealed != nil {
+		a.objects.push(sealed)
+		return
+	}
+	if opened {
+		wait := time.Until(a.flush.deadline())
+		if a.timer == nil {
+			a.timer = time.AfterFunc(wait, a.flushDue)
+		} else {
+			a.timer.Reset(wait)
+		}
+	}
+}
+
+// flushDue runs when a flush window ends.
+func (a *Agent) flushDue() {
+	a.flushMu.Lock()
+	defer a.flushMu.Unlock()
+	if sealed := a.flush.tick(time.Now()); sealed != nil {
+		a.objects.push(sealed)
+	}
+}
+
+// flushNow seals the open buffer at once (shutdown).
+func (a *Agent) flushNow() {
+	a.flushMu.Lock()
+	defer a.flushMu.Unlock()
+	if sealed := a.flush.seal(); sealed != nil {
+		a.objects.push(sealed)
+	}
+}
+
+// commitQueue writes sealed objects concurrently but commits them to the
+// sequencer strictly in seal order. An idempotent producer may have batch
+// seq 0 in object k and seq 1 in object k+1; committing k+1 first would be an
+// out-of-order sequence.
+type commitQueue struct {
+	agent *Agent
+	mu    sync.Mutex
+	queue []*objectWrite // in seal order
+}
+
+type objectWrite struct {
+	obj  *sealedObject
+	done bool  // the PUT finished
+	err  error // the PUT's final outcome
+}
+
+// push starts writing a sealed object. Called with flushMu held, so objects
+// enter the queue in seal order.
+func (q *commitQueue) push(o *sealedObject) {
+	w := &objectWrite{obj: o}
+	q.mu.Lock()
+	q.queue = append(q.queue, w)
+	q.mu.Unlock()
+	q.agent.wg.Add(1)
+	go func() {
+		defer q.agent.wg.Done()
+		err := q.agent.putObject(o)
+		q.mu.Lock()
+		w.done, w.err = true, err
+		q.mu.Unlock()
+		q.advance()
+	}()
+}
+
+// advance submits the commits of every written object at the head of the
+// queue. Submit only enqueues, so holding mu keeps the submission order.
+func (q *commitQueue) advance() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.queue) > 0 && q.queue[0].done {
+		w := q.queue[0]
+		q.queue = q.queue[1:]
+		if w.err != nil {
+			q.agent.log.Error("data object write failed; producers will retry", "object", w.obj.key, "err", w.err)
+			q.agent.metrics.objectFailures.Add(1)
+			failBatches(w.obj, kerr.KafkaStorageError.Code)
+			continue
+		}
+		q.agent.commitObject(w.obj)
+	}
+}
+
+// putObject writes a data object, retrying failures a bounded number of times.
+// Data keys are unique, so a retry after an ambiguous failure is harmless.
+func (a *Agent) putObject(o *sealedObject) error {
+	var err error
+	for attempt := 0; attempt < putAttemptsMax; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
+			case <-a.ctx.Done():
+				return a.ctx.Err()
+			}
+		}
+		ctx, cancel := context.WithTimeout(a.ctx, 30*time.Second)
+		err = a.store.Put(ctx, o.key, o.data, objectio.PutOptions{})
+		cancel()
+		if err == nil {
+			a.metrics.objectsWritten.Add(1)
+			a.metrics.objectBytes.Add(int64(len(o.data)))
+			return nil
+		}
+	}
+	return err
+}
+
+// commitObject asks the sequencer to order the object's batches, then
+// answers each producer. A batch's bytes are patched with the offset it got
+// and written through to the cache before its producer hears of it.
+func (a *Agent) commitObject(o *sealedObject) {
+	req := &sequencer.CommitRequest{Object: o.key, Batches: make([]sequencer.BatchCommit, len(o.batches))}
+	for i := range o.batches {
+		req.Batches[i] = o.batches[i].commit
+	}
+	a.wg.Add(1)
+	submit(a, req, func(reply *sequencer.CommitReply) {
+		defer a.wg.Done()
+		for i := range o.batches {
+			res := reply.Results[i]
+			b := &o.batches[i]
+			if res.Err == 0 {
+				a.metrics.producedBatches.Add(1)
+				a.metrics.producedBytes.Add(b.commit.Len)
+			}
+			if res.Err == 0 && !res.Dup {
+				bytes := o.data[b.commit.Pos : b.commit.Pos+b.commit.Len]
+				codec.Batch(bytes).Patch(res.BaseOffset, 0)
+				a.cache.Put(cache.Key(o.key, b.commit.Pos), bytes)
+			}
+		}
+		a.cache.Settle()
+		for i := range o.batches {
+			o.batches[i].done(reply.Results[i])
+		}
+	})
+}
+
+func failBatches(o *sealedObject, code int16) {
+	for i := range o.batches {
+		o.batches[i].done(sequencer.BatchResult{Err: code, BaseOffset: -1})
+	}
+}

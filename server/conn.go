@@ -1,0 +1,118 @@
+package server
+
+import (
+	"sync"
+
+	"github.com/panjf2000/gnet/v2"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/valyala/bytebufferpool"
+
+	"github.com/sluicedb/sluice/codec"
+)
+
+// inflightMax bounds the requests one connection may have unanswered. Past
+// it the connection stops reading (gnet keeps the bytes buffered) until
+// responses drain. Kafka clients pipeline at most 5 per connection by default.
+const inflightMax = 256
+
+// conn is one client connection. Requests are pipelined: they are handled
+// concurrently, but responses go out in request order, as Kafka requires.
+type conn struct {
+	gc     gnet.Conn
+	server *Server
+
+	mu    sync.Mutex // guards slots; held while queueing writes so they keep order
+	slots []*slot    // unanswered requests, oldest first
+}
+
+// slot is one request's place in the response order.
+type slot struct {
+	frame *bytebufferpool.ByteBuffer // the request; its bytes are aliased by the decoded request
+	out   *bytebufferpool.ByteBuffer // the encoded response, nil until answered
+	vec   [][]byte                   // extra slices written after out, not copied (fetch records)
+	done  bool
+	none  bool // answered without a response (acks=0)
+}
+
+// call is one request being handled.
+type call struct {
+	conn *conn
+	slot *slot
+	hdr  codec.RequestHeader
+	req  kmsg.Request
+}
+
+func (cn *conn) push(frame *bytebufferpool.ByteBuffer) *slot {
+	s := &slot{frame: frame}
+	cn.mu.Lock()
+	cn.slots = append(cn.slots, s)
+	cn.mu.Unlock()
+	return s
+}
+
+func (cn *conn) pending() int {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return len(cn.slots)
+}
+
+// respond answers the call. resp nil means the request gets no response
+// (a produce with acks=0).
+func (c *call) respond(resp kmsg.Response) {
+	if resp == nil {
+		c.conn.complete(c.slot, nil, nil)
+		return
+	}
+	resp.SetVersion(c.hdr.APIVersion)
+	out := bytebufferpool.Get()
+	out.B = codec.AppendResponse(out.B[:0], c.hdr.CorrelationID, resp)
+	c.conn.complete(c.slot, out, nil)
+}
+
+// complete records a slot's response and writes every answered response at
+// the head of the queue, in order.
+func (cn *conn) complete(s *slot, out *bytebufferpool.ByteBuffer, vec [][]byte) {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	s.out, s.vec, s.done, s.none = out, vec, true, out == nil
+	var (
+		batch    [][]byte
+		finished []*slot
+	)
+	for len(cn.slots) > 0 && cn.slots[0].done {
+		h := cn.slots[0]
+		cn.slots = cn.slots[1:]
+		finished = append(finished, h)
+		if h.none {
+			continue
+		}
+		batch = append(batch, h.out.B)
+		batch = append(batch, h.vec...)
+	}
+	if len(finished) == 0 {
+		return
+	}
+	release := func(gnet.Conn, error) error {
+		for _, f := range finished {
+			bytebufferpool.Put(f.frame)
+			if f.out != nil {
+				bytebufferpool.Put(f.out)
+			}
+		}
+		return nil
+	}
+	if len(batch) == 0 {
+		release(nil, nil)
+		cn.server.resume(cn)
+		return
+	}
+	// Queued while holding mu, so two goroutines completing adjacent slots
+	// cannot queue their writes in the wrong order.
+	if err := cn.gc.AsyncWritev(batch, func(c gnet.Conn, err error) error {
+		release(c, err)
+		cn.server.resume(cn)
+		return nil
+	}); err != nil {
+		release(nil, err)
+	}
+}

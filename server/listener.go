@@ -1,0 +1,171 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"github.com/panjf2000/gnet/v2/pkg/logging"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/valyala/bytebufferpool"
+
+	"github.com/sluicedb/sluice/codec"
+)
+
+// Server is the gnet shell around an Agent: it frames requests, decodes
+// them with kmsg, and dispatches them to the per-API handlers.
+type Server struct {
+	gnet.BuiltinEventEngine
+	agent *Agent
+	log   *slog.Logger
+	addr  string
+
+	eng    gnet.Engine
+	booted chan struct{}
+	done   chan error
+	conns  atomic.Int64
+}
+
+// connState is what a gnet connection's context holds.
+type connState struct {
+	conn   *conn
+	paused atomic.Bool // stopped reading at inflightMax
+}
+
+// Serve starts serving Kafka on addr ("127.0.0.1:9092"). It returns once the
+// listener is bound.
+func Serve(agent *Agent, addr string) (*Server, error) {
+	s := &Server{agent: agent, log: agent.log, addr: addr, booted: make(chan struct{}), done: make(chan error, 1)}
+	go func() {
+		s.done <- gnet.Run(s, "tcp://"+addr,
+			gnet.WithMulticore(true),
+			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+			gnet.WithReuseAddr(true),
+			gnet.WithLogLevel(logging.ErrorLevel),
+		)
+	}()
+	select {
+	case <-s.booted:
+		return s, nil
+	case err := <-s.done:
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	case <-time.After(10 * time.Second):
+		return nil, errors.New("listener did not start in 10s")
+	}
+}
+
+// Addr is the bound address.
+func (s *Server) Addr() string { return s.addr }
+
+// Close stops accepting and closes every connection.
+func (s *Server) Close(ctx context.Context) error {
+	err := s.eng.Stop(ctx)
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+	}
+	return err
+}
+
+func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
+	s.eng = eng
+	close(s.booted)
+	return gnet.None
+}
+
+func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	s.conns.Add(1)
+	c.SetContext(&connState{conn: &conn{gc: c, server: s}})
+	return nil, gnet.None
+}
+
+func (s *Server) OnClose(c gnet.Conn, err error) gnet.Action {
+	s.conns.Add(-1)
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		s.log.Debug("connection closed", "remote", c.RemoteAddr(), "err", err)
+	}
+	return gnet.None
+}
+
+// OnTraffic decodes and dispatches every complete frame buffered on c. It
+// never blocks: handlers that wait respond later from other goroutines.
+func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
+	st := c.Context().(*connState)
+	for {
+		if st.conn.pending() >= inflightMax {
+			st.paused.Store(true) // resume() wakes us when responses drain
+			return gnet.None
+		}
+		head, err := c.Peek(4)
+		if err != nil {
+			return gnet.None // fewer than 4 bytes buffered
+		}
+		total, _, err := codec.FrameSize(head, s.agent.cfg.MaxRequestBytes)
+		if err != nil {
+			s.log.Warn("closing connection: bad frame", "remote", c.RemoteAddr(), "err", err)
+			return gnet.Close
+		}
+		if c.InboundBuffered() < total {
+			return gnet.None
+		}
+		frame, err := c.Peek(total)
+		if err != nil {
+			return gnet.None
+		}
+		// Peeked bytes die at Discard: copy the frame into a pooled buffer
+		// that lives until its response is written.
+		buf := bytebufferpool.Get()
+		buf.B = append(buf.B[:0], frame[4:]...)
+		if _, err := c.Discard(total); err != nil {
+			bytebufferpool.Put(buf)
+			return gnet.Close
+		}
+		if err := s.dispatch(st.conn, buf); err != nil {
+			s.log.Warn("closing connection: bad request", "remote", c.RemoteAddr(), "err", err)
+			return gnet.Close
+		}
+	}
+}
+
+// resume restarts reading on a connection paused at inflightMax.
+func (s *Server) resume(cn *conn) {
+	st, ok := cn.gc.Context().(*connState)
+	if ok && st.paused.CompareAndSwap(true, false) {
+		_ = cn.gc.Wake(nil)
+	}
+}
+
+// dispatch parses one request and hands it to its handler. An error closes
+// the connection: the bytes cannot be answered in the protocol.
+func (s *Server) dispatch(cn *conn, frame *bytebufferpool.ByteBuffer) error {
+	hdr, body, err := codec.ParseRequest(frame.B)
+	if err != nil {
+		bytebufferpool.Put(frame)
+		return err
+	}
+	a, served := apis[hdr.APIKey]
+	if !served {
+		bytebufferpool.Put(frame)
+		return fmt.Errorf("unsupported api key %d", hdr.APIKey)
+	}
+	c := &call{conn: cn, hdr: hdr}
+	if hdr.APIVersion < a.minVersion || hdr.APIVersion > a.maxVersion {
+		c.slot = cn.push(frame)
+		return s.unsupportedVersion(c, a)
+	}
+	req := kmsg.RequestForKey(hdr.APIKey)
+	req.SetVersion(hdr.APIVersion)
+	if err := req.ReadFrom(body); err != nil {
+		bytebufferpool.Put(frame)
+		return fmt.Errorf("malformed %s v%d: %w", kmsg.NameForKey(hdr.APIKey), hdr.APIVersion, err)
+	}
+	c.slot = cn.push(frame)
+	c.req = req
+	a.fn(s.agent, c)
+	return nil
+}

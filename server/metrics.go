@@ -1,0 +1,38 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"sync/atomic"
+)
+
+// metrics are the agent's counters, exposed in the Prometheus text format on
+// the admin address.
+type metrics struct {
+	producedBatches atomic.Int64
+	producedBytes   atomic.Int64
+	objectsWritten  atomic.Int64
+	objectBytes     atomic.Int64
+	objectFailures  atomic.Int64
+	fetchedBytes    atomic.Int64
+	storeReads      atomic.Int64
+}
+
+// WriteMetrics writes the counters in the Prometheus text format.
+func (a *Agent) WriteMetrics(w io.Writer) {
+	m := &a.metrics
+	for _, c := range []struct {
+		name, help string
+		v          int64
+	}{
+		{"sluice_produced_batches_total", "Batches acknowledged to producers.", m.producedBatches.Load()},
+		{"sluice_produced_bytes_total", "Bytes of acknowledged batches.", m.producedBytes.Load()},
+		{"sluice_objects_written_total", "Data objects written (one per flush window).", m.objectsWritten.Load()},
+		{"sluice_object_bytes_total", "Bytes of data objects written.", m.objectBytes.Load()},
+		{"sluice_object_write_failures_total", "Data objects whose write failed after retries.", m.objectFailures.Load()},
+		{"sluice_fetched_bytes_total", "Record bytes returned to consumers.", m.fetchedBytes.Load()},
+		{"sluice_store_reads_total", "Batches read from the object store on a cache miss.", m.storeReads.Load()},
+	} {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", c.name, c.help, c.name, c.name, c.v)
+	}
+}
