@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/valyala/bytebufferpool"
 )
 
 func init() { register(new(kmsg.FetchRequest), 4, 12, handleFetch) }
@@ -72,28 +73,21 @@ func handleFetch(a *Agent, c *call) {
 	}()
 }
 
-// answerFetch builds the response in request order.
+// answerFetch writes the response in request order, with the cached record
+// batches written by reference (writev), never copied.
 func (a *Agent) answerFetch(c *call, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, parts []*partRead) {
-	i := 0
-	for _, t := range req.Topics {
-		rt := kmsg.NewFetchResponseTopic()
-		rt.Topic = t.Topic
-		for range t.Partitions {
-			pr := parts[i]
-			i++
-			rp := kmsg.NewFetchResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = pr.partition, pr.err
-			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = pr.hwm, pr.hwm, pr.logStart
-			if pr.err != 0 {
-				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
-			}
-			for _, b := range pr.batches {
-				rp.RecordBatches = append(rp.RecordBatches, b...)
-			}
-			a.metrics.fetchedBytes.Add(int64(len(rp.RecordBatches)))
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
+	if resp.ErrorCode != 0 {
+		c.respond(resp)
+		return
 	}
-	c.respond(resp)
+	var n int64
+	for _, pr := range parts {
+		for _, b := range pr.batches {
+			n += int64(len(b))
+		}
+	}
+	a.metrics.fetchedBytes.Add(n)
+	scratch := bytebufferpool.Get()
+	vec := encodeFetch(scratch.B, c.hdr.CorrelationID, c.hdr.APIVersion, req.Topics, parts)
+	c.respondVec(scratch, vec)
 }

@@ -28,8 +28,8 @@ type conn struct {
 // slot is one request's place in the response order.
 type slot struct {
 	frame *bytebufferpool.ByteBuffer // the request; its bytes are aliased by the decoded request
-	out   *bytebufferpool.ByteBuffer // the encoded response, nil until answered
-	vec   [][]byte                   // extra slices written after out, not copied (fetch records)
+	out   *bytebufferpool.ByteBuffer // owns the encoded response, nil until answered
+	vec   [][]byte                   // if set, the slices to write instead of out.B (fetch: records by reference)
 	done  bool
 	none  bool // answered without a response (acks=0)
 }
@@ -69,6 +69,12 @@ func (c *call) respond(resp kmsg.Response) {
 	c.conn.complete(c.slot, out, nil)
 }
 
+// respondVec answers the call with a frame made of slices (see encodeFetch);
+// scratch owns the bytes that are not borrowed.
+func (c *call) respondVec(scratch *bytebufferpool.ByteBuffer, vec [][]byte) {
+	c.conn.complete(c.slot, scratch, vec)
+}
+
 // complete records a slot's response and writes every answered response at
 // the head of the queue, in order.
 func (cn *conn) complete(s *slot, out *bytebufferpool.ByteBuffer, vec [][]byte) {
@@ -86,8 +92,11 @@ func (cn *conn) complete(s *slot, out *bytebufferpool.ByteBuffer, vec [][]byte) 
 		if h.none {
 			continue
 		}
-		batch = append(batch, h.out.B)
-		batch = append(batch, h.vec...)
+		if h.vec != nil {
+			batch = append(batch, h.vec...)
+		} else {
+			batch = append(batch, h.out.B)
+		}
 	}
 	if len(finished) == 0 {
 		return

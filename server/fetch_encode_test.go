@@ -1,0 +1,69 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedb/sluice/codec"
+	"github.com/sluicedb/sluice/codec/codectest"
+)
+
+func TestFetchFrameMatchesKmsg(t *testing.T) {
+	b1 := codectest.Batch(codectest.BatchSpec{Records: 3, ValueBytes: 20})
+	b2 := codectest.Batch(codectest.BatchSpec{Records: 1, ValueBytes: 5})
+	topics := []kmsg.FetchRequestTopic{
+		{Topic: "a", Partitions: []kmsg.FetchRequestTopicPartition{{Partition: 0}, {Partition: 1}}},
+		{Topic: "bb", Partitions: []kmsg.FetchRequestTopicPartition{{Partition: 2}}},
+	}
+	parts := []*partRead{
+		{partition: 0, hwm: 10, logStart: 0, batches: [][]byte{b1, b2}},
+		{partition: 1, err: 3},
+		{partition: 2, hwm: 0, logStart: 0},
+	}
+	for v := int16(4); v <= 12; v++ {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			vec := encodeFetch(nil, 42, v, topics, parts)
+			got := bytes.Join(vec, nil)
+
+			resp := kmsg.NewPtrFetchResponse()
+			resp.SetVersion(v)
+			i := 0
+			for _, rt := range topics {
+				ft := kmsg.NewFetchResponseTopic()
+				ft.Topic = rt.Topic
+				for range rt.Partitions {
+					pr := parts[i]
+					i++
+					fp := kmsg.NewFetchResponseTopicPartition()
+					fp.Partition, fp.ErrorCode = pr.partition, pr.err
+					fp.HighWatermark, fp.LastStableOffset, fp.LogStartOffset = pr.hwm, pr.hwm, pr.logStart
+					if pr.err != 0 {
+						fp.HighWatermark, fp.LastStableOffset, fp.LogStartOffset = -1, -1, -1
+					}
+					fp.RecordBatches = bytes.Join(pr.batches, nil)
+					ft.Partitions = append(ft.Partitions, fp)
+				}
+				resp.Topics = append(resp.Topics, ft)
+			}
+			want := codec.AppendResponse(nil, 42, resp)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("v%d: hand encoding differs from kmsg\n got %x\nwant %x", v, got, want)
+			}
+		})
+	}
+}
+
+func TestFetchFrameDoesNotCopyRecords(t *testing.T) {
+	b1 := codectest.Batch(codectest.BatchSpec{Records: 3, ValueBytes: 20})
+	topics := []kmsg.FetchRequestTopic{{Topic: "a", Partitions: []kmsg.FetchRequestTopicPartition{{Partition: 0}}}}
+	vec := encodeFetch(nil, 1, 12, topics, []*partRead{{batches: [][]byte{b1}}})
+	for _, s := range vec {
+		if len(s) == len(b1) && &s[0] == &b1[0] {
+			return
+		}
+	}
+	t.Fatal("the record batch is not written by reference")
+}
