@@ -32,6 +32,16 @@ type Topic struct {
 	Partitions []*Partition      `json:"partitions"`
 }
 
+// Config returns a topic-level config the topic was created with. It is
+// safe on a nil topic.
+func (t *Topic) Config(name string) (string, bool) {
+	if t == nil {
+		return "", false
+	}
+	v, ok := t.Configs[name]
+	return v, ok
+}
+
 // Partition is one ordered log: an index from offsets to stored batches.
 type Partition struct {
 	// Next is the offset the next batch gets: the high watermark.

@@ -11,6 +11,7 @@ package server
 
 import (
 	"errors"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -85,11 +86,19 @@ func (a *Agent) produce(c *call, req *kmsg.ProduceRequest, resp *kmsg.ProduceRes
 // the sequencer. It returns a Kafka error code for a bad batch.
 func (a *Agent) validateBatch(topic string, partition int32, records []byte) (sequencer.BatchCommit, int16) {
 	var exists bool
-	a.view(func(st *sequencer.State) { exists = st.Partition(topic, partition) != nil })
+	maxBytes := int(a.cfg.MaxMessageBytes)
+	a.view(func(st *sequencer.State) {
+		exists = st.Partition(topic, partition) != nil
+		if v, ok := st.Topics[topic].Config("max.message.bytes"); exists && ok {
+			if n, err := strconv.Atoi(v); err == nil {
+				maxBytes = n
+			}
+		}
+	})
 	if !exists {
 		return sequencer.BatchCommit{}, kerr.UnknownTopicOrPartition.Code
 	}
-	if len(records) > int(a.cfg.MaxMessageBytes) {
+	if len(records) > maxBytes {
 		return sequencer.BatchCommit{}, kerr.MessageTooLarge.Code
 	}
 	b, err := codec.ParseBatch(records)

@@ -34,6 +34,7 @@ type flushCore struct {
 
 	buf      []byte
 	batches  []pendingBatch
+	lastSize int // the previous object's size: the next buffer starts that big
 	openedAt time.Time // when the first batch of the open buffer came
 }
 
@@ -49,7 +50,9 @@ func (f *flushCore) add(now time.Time, batch []byte, c sequencer.BatchCommit, do
 		f.openedAt = now
 		opened = true
 		if f.buf == nil {
-			f.buf = make([]byte, 0, min(f.sizeMax, 1<<20))
+			// Start as big as the last object was, so that a steady load
+			// does not regrow the buffer by copying within every window.
+			f.buf = make([]byte, 0, min(f.sizeMax, max(f.lastSize+f.lastSize/4, 64<<10)))
 		}
 	}
 	c.Pos, c.Len = int64(len(f.buf)), int64(len(batch))
@@ -78,6 +81,7 @@ func (f *flushCore) seal() *sealedObject {
 		return nil
 	}
 	f.objectSeq++
+	f.lastSize = len(f.buf)
 	o := &sealedObject{
 		key:     fmt.Sprintf("data/%s/%020d", f.keyPrefix, f.objectSeq),
 		data:    f.buf,

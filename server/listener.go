@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
-	"github.com/panjf2000/gnet/v2/pkg/logging"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/valyala/bytebufferpool"
 
@@ -46,7 +45,7 @@ func Serve(agent *Agent, addr string) (*Server, error) {
 			gnet.WithMulticore(true),
 			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 			gnet.WithReuseAddr(true),
-			gnet.WithLogLevel(logging.ErrorLevel),
+			gnet.WithLogger(gnetLogger{s.log}),
 		)
 	}()
 	select {

@@ -1,0 +1,28 @@
+# Sluice: see README.md.
+GO ?= go
+SEEDS ?= 500
+
+.PHONY: build run test test-race bench compat lint
+
+build:
+	$(GO) build -o bin/sluice ./cmd/sluice
+
+run:
+	$(GO) run ./cmd/sluice serve --listen 127.0.0.1:9092 --store dir://./sluice-data --admin-addr 127.0.0.1:9644
+
+# The whole suite, then the race detector over the packages with concurrency
+# (with -short, the client tests move fewer records).
+test:
+	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -race -short -count=1 -timeout 20m ./codec/... ./objectio/... ./sequencer/... ./cache/... ./server/...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./codec/ ./bench/
+
+# franz-go's own kgo integration tests against `sluice serve`.
+compat:
+	scripts/compat.sh
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt wants to rewrite:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
