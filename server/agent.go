@@ -21,6 +21,7 @@ import (
 	"github.com/sluicedb/sluice/codec"
 	"github.com/sluicedb/sluice/objectio"
 	"github.com/sluicedb/sluice/sequencer"
+	"github.com/sluicedb/sluice/server/core"
 )
 
 // Sequencer is how an agent reaches the sequencer: in process for `sluice
@@ -103,7 +104,7 @@ type Agent struct {
 	changed chan struct{}    // closed and replaced on every update: wakes long polls
 
 	flushMu sync.Mutex
-	flush   *flushCore
+	flush   *core.Flush
 	timer   *time.Timer
 	objects commitQueue
 
@@ -128,7 +129,7 @@ func NewAgent(cfg Config, seq Sequencer, store objectio.Store) (*Agent, error) {
 		// Object keys must never repeat, even across restarts of an agent
 		// with the same id: a restarted agent that reused them would
 		// overwrite acknowledged data.
-		flush: newFlushCore(cfg.AgentID+"-"+nonce(), cfg.FlushWindow, cfg.FlushBytes),
+		flush: core.NewFlush(cfg.AgentID+"-"+nonce(), cfg.FlushWindow, cfg.FlushBytes),
 		ctx:   ctx, cancel: cancel,
 	}
 	a.objects.agent = a

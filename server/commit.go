@@ -11,6 +11,7 @@ import (
 	"github.com/sluicedb/sluice/codec"
 	"github.com/sluicedb/sluice/objectio"
 	"github.com/sluicedb/sluice/sequencer"
+	"github.com/sluicedb/sluice/server/core"
 )
 
 // putAttemptsMax bounds how often a data object PUT is tried before its
@@ -22,13 +23,13 @@ const putAttemptsMax = 5
 func (a *Agent) appendBatch(batch []byte, c sequencer.BatchCommit, done func(sequencer.BatchResult)) {
 	a.flushMu.Lock()
 	defer a.flushMu.Unlock()
-	sealed, opened := a.flush.add(time.Now(), batch, c, done)
+	sealed, opened := a.flush.Add(time.Now(), batch, c, done)
 	if sealed != nil {
 		a.objects.push(sealed)
 		return
 	}
 	if opened {
-		wait := time.Until(a.flush.deadline())
+		wait := time.Until(a.flush.Deadline())
 		if a.timer == nil {
 			a.timer = time.AfterFunc(wait, a.flushDue)
 		} else {
@@ -41,7 +42,7 @@ func (a *Agent) appendBatch(batch []byte, c sequencer.BatchCommit, done func(seq
 func (a *Agent) flushDue() {
 	a.flushMu.Lock()
 	defer a.flushMu.Unlock()
-	if sealed := a.flush.tick(time.Now()); sealed != nil {
+	if sealed := a.flush.Tick(time.Now()); sealed != nil {
 		a.objects.push(sealed)
 	}
 }
@@ -50,7 +51,7 @@ func (a *Agent) flushDue() {
 func (a *Agent) flushNow() {
 	a.flushMu.Lock()
 	defer a.flushMu.Unlock()
-	if sealed := a.flush.seal(); sealed != nil {
+	if sealed := a.flush.Seal(); sealed != nil {
 		a.objects.push(sealed)
 	}
 }
@@ -66,14 +67,14 @@ type commitQueue struct {
 }
 
 type objectWrite struct {
-	obj  *sealedObject
+	obj  *core.SealedObject
 	done bool  // the PUT finished
 	err  error // the PUT's final outcome
 }
 
 // push starts writing a sealed object. Called with flushMu held, so objects
 // enter the queue in seal order.
-func (q *commitQueue) push(o *sealedObject) {
+func (q *commitQueue) push(o *core.SealedObject) {
 	w := &objectWrite{obj: o}
 	q.mu.Lock()
 	q.queue = append(q.queue, w)
@@ -98,7 +99,7 @@ func (q *commitQueue) advance() {
 		w := q.queue[0]
 		q.queue = q.queue[1:]
 		if w.err != nil {
-			q.agent.log.Error("data object write failed; producers will retry", "object", w.obj.key, "err", w.err)
+			q.agent.log.Error("data object write failed; producers will retry", "object", w.obj.Key, "err", w.err)
 			q.agent.metrics.objectFailures.Add(1)
 			failBatches(w.obj, kerr.KafkaStorageError.Code)
 			continue
@@ -109,7 +110,7 @@ func (q *commitQueue) advance() {
 
 // putObject writes a data object, retrying failures a bounded number of times.
 // Data keys are unique, so a retry after an ambiguous failure is harmless.
-func (a *Agent) putObject(o *sealedObject) error {
+func (a *Agent) putObject(o *core.SealedObject) error {
 	var err error
 	for attempt := 0; attempt < putAttemptsMax; attempt++ {
 		if attempt > 0 {
@@ -120,11 +121,11 @@ func (a *Agent) putObject(o *sealedObject) error {
 			}
 		}
 		ctx, cancel := context.WithTimeout(a.ctx, 30*time.Second)
-		err = a.store.Put(ctx, o.key, o.data, objectio.PutOptions{})
+		err = a.store.Put(ctx, o.Key, o.Data, objectio.PutOptions{})
 		cancel()
 		if err == nil {
 			a.metrics.objectsWritten.Add(1)
-			a.metrics.objectBytes.Add(int64(len(o.data)))
+			a.metrics.objectBytes.Add(int64(len(o.Data)))
 			return nil
 		}
 	}
@@ -134,36 +135,36 @@ func (a *Agent) putObject(o *sealedObject) error {
 // commitObject asks the sequencer to order the object's batches, then
 // answers each producer. A batch's bytes are patched with the offset it got
 // and written through to the cache before its producer hears of it.
-func (a *Agent) commitObject(o *sealedObject) {
-	req := &sequencer.CommitRequest{Object: o.key, Batches: make([]sequencer.BatchCommit, len(o.batches))}
-	for i := range o.batches {
-		req.Batches[i] = o.batches[i].commit
+func (a *Agent) commitObject(o *core.SealedObject) {
+	req := &sequencer.CommitRequest{Object: o.Key, Batches: make([]sequencer.BatchCommit, len(o.Batches))}
+	for i := range o.Batches {
+		req.Batches[i] = o.Batches[i].Commit
 	}
 	a.wg.Add(1)
 	submit(a, req, func(reply *sequencer.CommitReply) {
 		defer a.wg.Done()
-		for i := range o.batches {
+		for i := range o.Batches {
 			res := reply.Results[i]
-			b := &o.batches[i]
+			b := &o.Batches[i]
 			if res.Err == 0 {
 				a.metrics.producedBatches.Add(1)
-				a.metrics.producedBytes.Add(b.commit.Len)
+				a.metrics.producedBytes.Add(b.Commit.Len)
 			}
 			if res.Err == 0 && !res.Dup {
-				bytes := o.data[b.commit.Pos : b.commit.Pos+b.commit.Len]
+				bytes := o.Data[b.Commit.Pos : b.Commit.Pos+b.Commit.Len]
 				codec.Batch(bytes).Patch(res.BaseOffset, 0)
-				a.cache.Put(cache.Key(o.key, b.commit.Pos), bytes)
+				a.cache.Put(cache.Key(o.Key, b.Commit.Pos), bytes)
 			}
 		}
 		a.cache.Settle()
-		for i := range o.batches {
-			o.batches[i].done(reply.Results[i])
+		for i := range o.Batches {
+			o.Batches[i].Done(reply.Results[i])
 		}
 	})
 }
 
-func failBatches(o *sealedObject, code int16) {
-	for i := range o.batches {
-		o.batches[i].done(sequencer.BatchResult{Err: code, BaseOffset: -1})
+func failBatches(o *core.SealedObject, code int16) {
+	for i := range o.Batches {
+		o.Batches[i].Done(sequencer.BatchResult{Err: code, BaseOffset: -1})
 	}
 }

@@ -78,7 +78,7 @@ func encodeFetch(scratch []byte, correlationID int32, version int16, topics []km
 	f := &fetchFrame{scratch: scratch[:0], flex: version >= 12}
 	f.int32(0) // size, patched below
 	f.int32(correlationID)
-	f.tags() // response header v1
+	f.tags()   // response header v1
 	f.int32(0) // throttle
 	if version >= 7 {
 		f.int16(0) // error code

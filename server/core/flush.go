@@ -1,0 +1,96 @@
+// Package core is the agent's sans-I/O core: state machines that read no
+// clock and do no I/O, so that the simulator can drive them in virtual time.
+package core
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sluicedb/sluice/sequencer"
+)
+
+// PendingBatch is one produced batch waiting in a flush buffer, with the
+// callback that answers its producer.
+type PendingBatch struct {
+	Commit sequencer.BatchCommit // Pos and Len locate it in the object
+	Done   func(sequencer.BatchResult)
+}
+
+// SealedObject is a closed flush buffer: one data object holding the batches
+// of many partitions side by side.
+type SealedObject struct {
+	Key     string
+	Data    []byte
+	Batches []PendingBatch
+}
+
+// Flush is the sans-I/O flush window. Batches are appended to the open
+// buffer; the buffer is sealed when the window that began with its first
+// batch ends, or when it reaches the byte limit. It reads no clock: now is an
+// argument.
+type Flush struct {
+	keyPrefix string // unique per agent incarnation
+	window    time.Duration
+	sizeMax   int
+	objectSeq uint64
+
+	buf      []byte
+	batches  []PendingBatch
+	lastSize int       // the previous object's size: the next buffer starts that big
+	openedAt time.Time // when the first batch of the open buffer came
+}
+
+func NewFlush(keyPrefix string, window time.Duration, sizeMax int) *Flush {
+	return &Flush{keyPrefix: keyPrefix, window: window, sizeMax: sizeMax}
+}
+
+// Add copies batch into the open buffer. It returns the buffer sealed if it
+// is now full, and whether this batch opened a new window (the caller then
+// arms a timer for Deadline()).
+func (f *Flush) Add(now time.Time, batch []byte, c sequencer.BatchCommit, done func(sequencer.BatchResult)) (sealed *SealedObject, opened bool) {
+	if len(f.batches) == 0 {
+		f.openedAt = now
+		opened = true
+		if f.buf == nil {
+			// Start as big as the last object was, so that a steady load
+			// does not regrow the buffer by copying within every window.
+			f.buf = make([]byte, 0, min(f.sizeMax, max(f.lastSize+f.lastSize/4, 64<<10)))
+		}
+	}
+	c.Pos, c.Len = int64(len(f.buf)), int64(len(batch))
+	f.buf = append(f.buf, batch...)
+	f.batches = append(f.batches, PendingBatch{Commit: c, Done: done})
+	if len(f.buf) >= f.sizeMax {
+		return f.Seal(), opened
+	}
+	return nil, opened
+}
+
+// Deadline is when the open buffer must be sealed.
+func (f *Flush) Deadline() time.Time { return f.openedAt.Add(f.window) }
+
+// Tick seals the open buffer if its window has ended.
+func (f *Flush) Tick(now time.Time) *SealedObject {
+	if len(f.batches) == 0 || now.Before(f.Deadline()) {
+		return nil
+	}
+	return f.Seal()
+}
+
+// Seal closes the open buffer, whatever its age (also used at shutdown).
+func (f *Flush) Seal() *SealedObject {
+	if len(f.batches) == 0 {
+		return nil
+	}
+	f.objectSeq++
+	f.lastSize = len(f.buf)
+	o := &SealedObject{
+		Key:     fmt.Sprintf("data/%s/%020d", f.keyPrefix, f.objectSeq),
+		Data:    f.buf,
+		Batches: f.batches,
+	}
+	// The sealed buffer now belongs to the object: cached slices of it are
+	// served to consumers later, so it is never reused.
+	f.buf, f.batches = nil, nil
+	return o
+}
