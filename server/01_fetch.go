@@ -9,6 +9,7 @@ package server
 // send full fetches.
 
 import (
+	"github.com/sluicedb/sluice/server/core"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -29,10 +30,10 @@ func handleFetch(a *Agent, c *call) {
 		c.respond(resp)
 		return
 	}
-	var parts []*partRead
+	var parts []*core.PartRead
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			parts = append(parts, &partRead{topic: t.Topic, partition: p.Partition, offset: p.FetchOffset, maxBytes: p.PartitionMaxBytes})
+			parts = append(parts, &core.PartRead{Topic: t.Topic, Partition: p.Partition, Offset: p.FetchOffset, MaxBytes: p.PartitionMaxBytes})
 		}
 	}
 	maxBytes := int64(req.MaxBytes)
@@ -64,8 +65,8 @@ func handleFetch(a *Agent, c *call) {
 		if err := a.load(a.ctx, parts); err != nil {
 			a.log.Error("fetch could not read stored batches", "err", err)
 			for _, pr := range parts {
-				if len(pr.entries) > 0 {
-					pr.err, pr.entries, pr.batches = kerr.KafkaStorageError.Code, nil, nil
+				if len(pr.Entries) > 0 {
+					pr.Err, pr.Entries, pr.Batches = kerr.KafkaStorageError.Code, nil, nil
 				}
 			}
 		}
@@ -75,14 +76,14 @@ func handleFetch(a *Agent, c *call) {
 
 // answerFetch writes the response in request order, with the cached record
 // batches written by reference (writev), never copied.
-func (a *Agent) answerFetch(c *call, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, parts []*partRead) {
+func (a *Agent) answerFetch(c *call, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, parts []*core.PartRead) {
 	if resp.ErrorCode != 0 {
 		c.respond(resp)
 		return
 	}
 	var n int64
 	for _, pr := range parts {
-		for _, b := range pr.batches {
+		for _, b := range pr.Batches {
 			n += int64(len(b))
 		}
 	}

@@ -98,15 +98,14 @@ type Agent struct {
 	store objectio.Store
 	cache *cache.Cache
 
-	// Lock order: flushMu, then mu.
+	// Lock order: writeMu, then mu.
 	mu      sync.RWMutex
 	replica *sequencer.State // the durable metadata, applied from updates
 	changed chan struct{}    // closed and replaced on every update: wakes long polls
 
-	flushMu sync.Mutex
-	flush   *core.Flush
+	writeMu sync.Mutex
+	writer  *core.Writer
 	timer   *time.Timer
-	objects commitQueue
 
 	metrics metrics
 
@@ -129,10 +128,10 @@ func NewAgent(cfg Config, seq Sequencer, store objectio.Store) (*Agent, error) {
 		// Object keys must never repeat, even across restarts of an agent
 		// with the same id: a restarted agent that reused them would
 		// overwrite acknowledged data.
-		flush: core.NewFlush(cfg.AgentID+"-"+nonce(), cfg.FlushWindow, cfg.FlushBytes),
-		ctx:   ctx, cancel: cancel,
+		writer: core.NewWriter(cfg.AgentID+"-"+nonce(), cfg.FlushWindow, cfg.FlushBytes, putAttemptsMax),
+		ctx:    ctx, cancel: cancel,
 	}
-	a.objects.agent = a
+	a.writer.OnCommitted = a.writeThrough
 	a.replica = seq.Subscribe(a.apply)
 	return a, nil
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/binary"
+	"github.com/sluicedb/sluice/server/core"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -74,7 +75,7 @@ func (f *fetchFrame) records(batches [][]byte) {
 // encodeFetch lays out the response for parts (in request order, grouped by
 // topic as topics lists them) into scratch and returns the frame's slices.
 // The first 4 bytes are the frame size.
-func encodeFetch(scratch []byte, correlationID int32, version int16, topics []kmsg.FetchRequestTopic, parts []*partRead) [][]byte {
+func encodeFetch(scratch []byte, correlationID int32, version int16, topics []kmsg.FetchRequestTopic, parts []*core.PartRead) [][]byte {
 	f := &fetchFrame{scratch: scratch[:0], flex: version >= 12}
 	f.int32(0) // size, patched below
 	f.int32(correlationID)
@@ -92,10 +93,10 @@ func encodeFetch(scratch []byte, correlationID int32, version int16, topics []km
 		for range t.Partitions {
 			pr := parts[i]
 			i++
-			f.int32(pr.partition)
-			f.int16(pr.err)
-			hwm, logStart := pr.hwm, pr.logStart
-			if pr.err != 0 {
+			f.int32(pr.Partition)
+			f.int16(pr.Err)
+			hwm, logStart := pr.HWM, pr.LogStart
+			if pr.Err != 0 {
 				hwm, logStart = -1, -1
 			}
 			f.int64(hwm)
@@ -107,7 +108,7 @@ func encodeFetch(scratch []byte, correlationID int32, version int16, topics []km
 			if version >= 11 {
 				f.int32(-1) // preferred read replica
 			}
-			f.records(pr.batches)
+			f.records(pr.Batches)
 			f.tags()
 		}
 		f.tags()

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"fmt"
+	"github.com/sluicedb/sluice/server/core"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -18,10 +19,10 @@ func TestFetchFrameMatchesKmsg(t *testing.T) {
 		{Topic: "a", Partitions: []kmsg.FetchRequestTopicPartition{{Partition: 0}, {Partition: 1}}},
 		{Topic: "bb", Partitions: []kmsg.FetchRequestTopicPartition{{Partition: 2}}},
 	}
-	parts := []*partRead{
-		{partition: 0, hwm: 10, logStart: 0, batches: [][]byte{b1, b2}},
-		{partition: 1, err: 3},
-		{partition: 2, hwm: 0, logStart: 0},
+	parts := []*core.PartRead{
+		{Partition: 0, HWM: 10, LogStart: 0, Batches: [][]byte{b1, b2}},
+		{Partition: 1, Err: 3},
+		{Partition: 2},
 	}
 	for v := int16(4); v <= 12; v++ {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
@@ -38,12 +39,12 @@ func TestFetchFrameMatchesKmsg(t *testing.T) {
 					pr := parts[i]
 					i++
 					fp := kmsg.NewFetchResponseTopicPartition()
-					fp.Partition, fp.ErrorCode = pr.partition, pr.err
-					fp.HighWatermark, fp.LastStableOffset, fp.LogStartOffset = pr.hwm, pr.hwm, pr.logStart
-					if pr.err != 0 {
+					fp.Partition, fp.ErrorCode = pr.Partition, pr.Err
+					fp.HighWatermark, fp.LastStableOffset, fp.LogStartOffset = pr.HWM, pr.HWM, pr.LogStart
+					if pr.Err != 0 {
 						fp.HighWatermark, fp.LastStableOffset, fp.LogStartOffset = -1, -1, -1
 					}
-					fp.RecordBatches = bytes.Join(pr.batches, nil)
+					fp.RecordBatches = bytes.Join(pr.Batches, nil)
 					ft.Partitions = append(ft.Partitions, fp)
 				}
 				resp.Topics = append(resp.Topics, ft)
@@ -59,7 +60,7 @@ func TestFetchFrameMatchesKmsg(t *testing.T) {
 func TestFetchFrameDoesNotCopyRecords(t *testing.T) {
 	b1 := codectest.Batch(codectest.BatchSpec{Records: 3, ValueBytes: 20})
 	topics := []kmsg.FetchRequestTopic{{Topic: "a", Partitions: []kmsg.FetchRequestTopicPartition{{Partition: 0}}}}
-	vec := encodeFetch(nil, 1, 12, topics, []*partRead{{batches: [][]byte{b1}}})
+	vec := encodeFetch(nil, 1, 12, topics, []*core.PartRead{{Batches: [][]byte{b1}}})
 	for _, s := range vec {
 		if len(s) == len(b1) && &s[0] == &b1[0] {
 			return

@@ -94,3 +94,6 @@ func (f *Flush) Seal() *SealedObject {
 	f.buf, f.batches = nil, nil
 	return o
 }
+
+// Empty reports whether no batch is buffered.
+func (f *Flush) Empty() bool { return len(f.batches) == 0 }

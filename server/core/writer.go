@@ -1,0 +1,215 @@
+package core
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/sluicedb/sluice/codec"
+	"github.com/sluicedb/sluice/sequencer"
+)
+
+// Writer is the agent's write path as a sans-I/O state machine. Batches go
+// into the flush window; each sealed object is written (Ready.Puts) and then
+// committed to the sequencer strictly in seal order (Ready.Commits); a
+// batch's done callback runs when its object's commit reply arrives, or when
+// the object cannot be written or committed.
+//
+// Seal order matters: an idempotent producer may have sequence 0 in object k
+// and sequence 1 in object k+1, and committing k+1 first would be an
+// out-of-order sequence.
+//
+// Writer is not safe for concurrent use.
+type Writer struct {
+	flush       *Flush
+	attemptsMax int
+	queue       []*objectWrite          // sealed, not yet committed, in seal order
+	committing  map[string]*objectWrite // commit sent, reply awaited
+	ready       WriterReady
+
+	// OnCommitted, if set, is called with the batches of an object that got
+	// new offsets, after their bytes were patched in place and before their
+	// producers are answered: the agent's write-through into its cache.
+	OnCommitted func([]Committed)
+}
+
+// Committed is a batch that got offsets: its patched bytes and index entry.
+type Committed struct {
+	Bytes []byte
+	Entry sequencer.IndexEntry
+}
+
+type objectWrite struct {
+	obj      *SealedObject
+	attempts int
+	written  bool
+}
+
+// WriterReady is what the driver must do. Puts may be written concurrently
+// and reported with PutDone. Commits must be sent to the sequencer in this
+// order, and each reply (or failure) reported with CommitDone.
+type WriterReady struct {
+	Puts    []*SealedObject
+	Commits []*sequencer.CommitRequest
+}
+
+// NewWriter returns a Writer whose objects are named under keyPrefix.
+// An object PUT is tried attemptsMax times before its batches fail.
+func NewWriter(keyPrefix string, window time.Duration, sizeMax, attemptsMax int) *Writer {
+	return &Writer{
+		flush:       NewFlush(keyPrefix, window, sizeMax),
+		attemptsMax: attemptsMax,
+		committing:  map[string]*objectWrite{},
+	}
+}
+
+// Append adds a validated batch. When it opens a new window, it returns the
+// window's deadline and armed=true: the driver must call Tick then.
+func (w *Writer) Append(now time.Time, batch []byte, c sequencer.BatchCommit, done func(sequencer.BatchResult)) (deadline time.Time, armed bool) {
+	sealed, opened := w.flush.Add(now, batch, c, done)
+	if sealed != nil {
+		w.push(sealed)
+		return time.Time{}, false
+	}
+	return w.flush.Deadline(), opened
+}
+
+// Tick seals the open buffer if its window has ended.
+func (w *Writer) Tick(now time.Time) {
+	if sealed := w.flush.Tick(now); sealed != nil {
+		w.push(sealed)
+	}
+}
+
+// SealNow seals the open buffer whatever its age (shutdown).
+func (w *Writer) SealNow() {
+	if sealed := w.flush.Seal(); sealed != nil {
+		w.push(sealed)
+	}
+}
+
+func (w *Writer) push(o *SealedObject) {
+	w.queue = append(w.queue, &objectWrite{obj: o, attempts: 1})
+	w.ready.Puts = append(w.ready.Puts, o)
+}
+
+// PutDone reports a data object PUT. Data keys are unique, so retrying a PUT
+// that failed ambiguously is harmless.
+func (w *Writer) PutDone(key string, err error) {
+	ow := w.find(key)
+	if ow == nil || ow.written {
+		return
+	}
+	if err == nil {
+		ow.written = true
+		w.advance()
+		return
+	}
+	if ow.attempts < w.attemptsMax {
+		ow.attempts++
+		w.ready.Puts = append(w.ready.Puts, ow.obj)
+		return
+	}
+	w.remove(ow)
+	fail(ow.obj, kerr.KafkaStorageError.Code)
+	w.advance()
+}
+
+func (w *Writer) find(key string) *objectWrite {
+	for _, ow := range w.queue {
+		if ow.obj.Key == key {
+			return ow
+		}
+	}
+	return nil
+}
+
+func (w *Writer) remove(ow *objectWrite) {
+	for i, q := range w.queue {
+		if q == ow {
+			w.queue = append(w.queue[:i], w.queue[i+1:]...)
+			return
+		}
+	}
+}
+
+// advance sends the commits of every written object at the head of the queue.
+func (w *Writer) advance() {
+	for len(w.queue) > 0 && w.queue[0].written {
+		ow := w.queue[0]
+		w.queue = w.queue[1:]
+		req := &sequencer.CommitRequest{Object: ow.obj.Key, Batches: make([]sequencer.BatchCommit, len(ow.obj.Batches))}
+		for i := range ow.obj.Batches {
+			req.Batches[i] = ow.obj.Batches[i].Commit
+		}
+		w.committing[ow.obj.Key] = ow
+		w.ready.Commits = append(w.ready.Commits, req)
+	}
+}
+
+// CommitDone reports the sequencer's reply to an object's commit; reply nil
+// means the commit failed or timed out without an answer. Either way every
+// batch is answered: a failure is retriable, and since nothing is acked
+// before the sequencer says so, failing is always safe.
+func (w *Writer) CommitDone(key string, reply *sequencer.CommitReply) {
+	ow := w.committing[key]
+	if ow == nil {
+		return
+	}
+	delete(w.committing, key)
+	o := ow.obj
+	if reply == nil || len(reply.Results) != len(o.Batches) {
+		fail(o, kerr.RequestTimedOut.Code)
+		return
+	}
+	var committed []Committed
+	for i := range o.Batches {
+		res := reply.Results[i]
+		c := &o.Batches[i].Commit
+		if res.Err != 0 || res.Dup {
+			continue
+		}
+		b := o.Data[c.Pos : c.Pos+c.Len]
+		e := sequencer.IndexEntry{BaseOffset: res.BaseOffset, Records: c.Records, Object: o.Key, Pos: c.Pos, Len: c.Len, MaxTimestamp: c.MaxTimestamp}
+		Patch(b, e)
+		committed = append(committed, Committed{Bytes: b, Entry: e})
+	}
+	if w.OnCommitted != nil && len(committed) > 0 {
+		w.OnCommitted(committed)
+	}
+	for i := range o.Batches {
+		res := reply.Results[i]
+		if res.Err != 0 {
+			res.BaseOffset = -1
+		}
+		o.Batches[i].Done(res)
+	}
+}
+
+// Ready returns what the driver must do and forgets it.
+func (w *Writer) Ready() WriterReady {
+	rd := w.ready
+	w.ready = WriterReady{}
+	return rd
+}
+
+// Idle reports whether nothing is buffered, being written or being committed.
+func (w *Writer) Idle() bool {
+	return w.flush.Empty() && len(w.queue) == 0 && len(w.committing) == 0
+}
+
+func fail(o *SealedObject, code int16) {
+	for i := range o.Batches {
+		o.Batches[i].Done(sequencer.BatchResult{Err: code, BaseOffset: -1})
+	}
+}
+
+// Patch sets a stored batch's base offset (and partition leader epoch 0)
+// from its index entry. The CRC does not cover either field.
+func Patch(b []byte, e sequencer.IndexEntry) {
+	base := e.BaseOffset
+	if plantedWrongBaseOffset() {
+		base++
+	}
+	codec.Batch(b).Patch(base, 0)
+}
