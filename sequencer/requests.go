@@ -14,6 +14,9 @@ type Request struct {
 type Reply struct {
 	ID   uint64
 	Body any
+	// Entry is the log entry the reply rests on: it and every entry before
+	// it are durable. The simulator checks that it is this sequencer's own.
+	Entry uint64
 }
 
 // CommitRequest orders the batches an agent stored in one data object.

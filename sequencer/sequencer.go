@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/sluicedb/sluice/internal/bugs"
 )
 
 // Config configures a sequencer incarnation.
@@ -120,6 +122,10 @@ func (s *Sequencer) Restore(st *State) {
 // Replay applies the durable entry index found in the log.
 func (s *Sequencer) Replay(index uint64, data []byte) error {
 	s.mustBe(roleRecovering)
+	if bugs.On(bugs.IgnoreLogAfterSnapshot) && s.lastSnap > 0 {
+		s.state.Index = index // planted: the log after the snapshot is skipped
+		return nil
+	}
 	e, err := UnmarshalEntry(data)
 	if err != nil {
 		return err
@@ -192,6 +198,14 @@ func (s *Sequencer) AppendDone(index uint64, err error) {
 		return // a stale completion
 	}
 	if err != nil {
+		if bugs.On(bugs.AmbiguousAsFailed) {
+			// Planted: assume nothing was written and append again at the
+			// next index, without reading entry index back.
+			f.index++
+			s.state.Index = f.index
+			s.ready.Append = &LogWrite{Index: f.index, Data: f.data}
+			return
+		}
 		s.ready.Verify = index
 		return
 	}
@@ -212,6 +226,8 @@ func (s *Sequencer) VerifyDone(index uint64, data []byte, found bool, readErr er
 		s.ready.Append = &LogWrite{Index: f.index, Data: f.data}
 	case bytes.Equal(data, f.data):
 		s.durable() // our write happened after all
+	case bugs.On(bugs.FencedKeepsAcking):
+		s.durable() // planted: another sequencer's entry taken for ours
 	default:
 		s.fence()
 	}
@@ -226,12 +242,21 @@ func (s *Sequencer) durable() {
 	if s.role == roleActivating {
 		s.role = roleActive
 	}
-	s.ready.Replies = append(s.ready.Replies, f.replies...)
+	s.release(f)
 	s.ready.Updates = append(s.ready.Updates, Update{Index: f.index, Entry: f.entry, Data: f.data})
 	if f.index-s.lastSnap >= s.cfg.SnapshotEvery {
 		s.lastSnap = f.index
 		s.ready.Snapshot = &LogWrite{Index: f.index, Data: s.state.Marshal()}
 	}
+}
+
+// release sends the replies waiting on f.
+func (s *Sequencer) release(f *inflight) {
+	for _, r := range f.replies {
+		r.Entry = f.index
+		s.ready.Replies = append(s.ready.Replies, r)
+	}
+	f.replies = nil
 }
 
 // fence steps down for good: another sequencer owns the log now. Every
@@ -268,6 +293,9 @@ func (s *Sequencer) decideQueue() {
 	if len(ops) == 0 {
 		// Nothing changed: every reply rests on entries already durable
 		// (no entry is in flight while deciding).
+		for i := range replies {
+			replies[i].Entry = s.state.Index
+		}
 		s.ready.Replies = append(s.ready.Replies, replies...)
 		return
 	}
@@ -294,6 +322,9 @@ func (s *Sequencer) startEntry(ops []Op, replies []Reply) {
 	f := &inflight{index: index, entry: e, data: MarshalEntry(e), replies: replies}
 	s.inflight = f
 	s.ready.Append = &LogWrite{Index: index, Data: f.data}
+	if bugs.On(bugs.AckBeforeDurable) {
+		s.release(f)
+	}
 }
 
 // decide validates one request against the state, applies the ops it makes,
@@ -361,6 +392,9 @@ func (s *Sequencer) decideCommit(index uint64, c *CommitRequest, ops []Op) (any,
 // offset back (dup); a gap is OUT_OF_ORDER_SEQUENCE_NUMBER; an old epoch is
 // INVALID_PRODUCER_EPOCH.
 func (s *Sequencer) checkSequence(p *Partition, b *BatchCommit) (base int64, dup bool, code int16) {
+	if bugs.On(bugs.SkipIdempotence) {
+		return 0, false, 0
+	}
 	current, known := s.state.ProducerEpochs[b.ProducerID]
 	if !known {
 		return 0, false, kerr.UnknownProducerID.Code

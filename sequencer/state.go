@@ -73,9 +73,9 @@ type ProducerWindow struct {
 
 // SeqRange is one accepted batch: sequences [First, Last] got BaseOffset.
 type SeqRange struct {
-	First      int32 `json:"first"`
-	Last       int32 `json:"last"`
-	BaseOffset int64 `json:"offset"`
+	First      int32  `json:"first"`
+	Last       int32  `json:"last"`
+	BaseOffset int64  `json:"offset"`
 	Entry      uint64 `json:"entry"` // the log entry that ordered it
 }
 

@@ -15,6 +15,10 @@ import (
 // responses drain. Kafka clients pipeline at most 5 per connection by default.
 const inflightMax = 256
 
+// iovMax is the most slices one writev(2) takes: IOV_MAX, 1024 on Linux and
+// the BSDs. gnet hands one AsyncWritev to one writev, which fails past it.
+const iovMax = 1024
+
 // conn is one client connection. Requests are pipelined: they are handled
 // concurrently, but responses go out in request order, as Kafka requires.
 type conn struct {
@@ -116,12 +120,22 @@ func (cn *conn) complete(s *slot, out *bytebufferpool.ByteBuffer, vec [][]byte) 
 		return
 	}
 	// Queued while holding mu, so two goroutines completing adjacent slots
-	// cannot queue their writes in the wrong order.
-	if err := cn.gc.AsyncWritev(batch, func(c gnet.Conn, err error) error {
+	// cannot queue their writes in the wrong order. A long batch (a fetch
+	// of many small record batches) goes in consecutive writes of at most
+	// iovMax slices; they stay in order in the connection's event-loop
+	// queue, and only the last one releases the buffers. If queueing fails
+	// (the connection or engine is closing), the buffers are left to the
+	// garbage collector rather than pooled: an earlier chunk may still be
+	// queued.
+	for len(batch) > iovMax {
+		if err := cn.gc.AsyncWritev(batch[:iovMax:iovMax], nil); err != nil {
+			return
+		}
+		batch = batch[iovMax:]
+	}
+	_ = cn.gc.AsyncWritev(batch, func(c gnet.Conn, err error) error {
 		release(c, err)
 		cn.server.resume(cn)
 		return nil
-	}); err != nil {
-		release(nil, err)
-	}
+	})
 }

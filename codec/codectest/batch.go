@@ -18,6 +18,7 @@ type BatchSpec struct {
 	ProducerEpoch int16
 	BaseSequence  int32
 	BaseTimestamp int64
+	Values        [][]byte // if set, the records' values (and Records is len(Values))
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -28,17 +29,24 @@ func Batch(s BatchSpec) []byte {
 	if s.ProducerID == 0 {
 		s.ProducerID, s.ProducerEpoch, s.BaseSequence = -1, -1, -1
 	}
+	if s.Values != nil {
+		s.Records = len(s.Values)
+	}
 	var records []byte
 	value := make([]byte, s.ValueBytes)
 	for i := 0; i < s.Records; i++ {
 		for j := range value {
 			value[j] = byte('a' + (i+j)%26)
 		}
+		v := value
+		if s.Values != nil {
+			v = s.Values[i]
+		}
 		rec := kmsg.NewRecord()
 		rec.TimestampDelta64 = int64(i)
 		rec.OffsetDelta = int32(i)
 		rec.Key = fmt.Appendf(nil, "key-%d", i)
-		rec.Value = value
+		rec.Value = v
 		rec.Headers = []kmsg.Header{{Key: "h", Value: []byte("v")}}
 		rec.Length = int32(len(rec.AppendTo(nil)) - 1) // counts the bytes after itself
 		records = rec.AppendTo(records)

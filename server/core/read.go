@@ -28,7 +28,12 @@ type PartRead struct {
 // returned even when it is larger than the limits, so that a consumer always
 // makes progress. It returns the bytes planned and whether any partition has
 // an error (a fetch with an error does not wait).
-func PlanRead(st *sequencer.State, parts []*PartRead, maxBytes int64) (total int64, anyErr bool) {
+//
+// mayLag says the replica may be behind what the client has already seen
+// from another agent: then an offset past the high watermark is
+// OFFSET_NOT_AVAILABLE (retry), not OFFSET_OUT_OF_RANGE (reset). A client
+// never sees a high watermark go back.
+func PlanRead(st *sequencer.State, parts []*PartRead, maxBytes int64, mayLag bool) (total int64, anyErr bool) {
 	for _, pr := range parts {
 		pr.Entries, pr.Err = pr.Entries[:0], 0
 		p := st.Partition(pr.Topic, pr.Partition)
@@ -38,8 +43,13 @@ func PlanRead(st *sequencer.State, parts []*PartRead, maxBytes int64) (total int
 			continue
 		}
 		pr.HWM, pr.LogStart = p.Next, p.LogStart
-		if pr.Offset < p.LogStart || pr.Offset > p.Next {
+		switch {
+		case pr.Offset > p.Next && mayLag:
+			pr.Err = kerr.OffsetNotAvailable.Code
+		case pr.Offset < p.LogStart || pr.Offset > p.Next:
 			pr.Err = kerr.OffsetOutOfRange.Code
+		}
+		if pr.Err != 0 {
 			anyErr = true
 			continue
 		}
