@@ -2,7 +2,7 @@
 GO ?= go
 SEEDS ?= 500
 
-.PHONY: build run test test-race bench compat lint
+.PHONY: build run test bench compat lint sim
 
 build:
 	$(GO) build -o bin/sluice ./cmd/sluice
@@ -18,6 +18,10 @@ test:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./codec/ ./bench/
+
+# The deterministic simulator over SEEDS seeds on all cores.
+sim:
+	$(GO) run ./cmd/sluice sim -seeds $(SEEDS)
 
 # franz-go's own kgo integration tests against `sluice serve`.
 compat:

@@ -145,6 +145,9 @@ func (s *Sequencer) Activate() {
 // Active reports whether the sequencer has taken over and is not fenced.
 func (s *Sequencer) Active() bool { return s.role == roleActive }
 
+// Activated reports whether recovery has ended (Step may be called).
+func (s *Sequencer) Activated() bool { return s.role != roleRecovering }
+
 // Fenced reports whether another sequencer took over.
 func (s *Sequencer) Fenced() bool { return s.role == roleFenced }
 

@@ -52,6 +52,10 @@ func (n *Network) Send(from, to proc, what string, fn func()) {
 		if !to.Up() || to.Incarnation() != inc || n.partitioned(from.Name(), to.Name()) {
 			return
 		}
-		fn()
+		n.w.wake(to, func() {
+			if to.Up() && to.Incarnation() == inc {
+				fn()
+			}
+		})
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicedb/sluice/objectio"
+	"github.com/sluicedb/sluice/sequencer"
 )
 
 var errInjected = errors.New("sim: injected storage error")
@@ -19,6 +20,37 @@ var errInjected = errors.New("sim: injected storage error")
 type Store struct {
 	w       *World
 	objects map[string][]byte
+
+	// What the log says, kept as entries land, for discovery and the
+	// checker: the writer of each entry, and the newest epoch's owner.
+	writers    map[uint64]string
+	epochOwner string
+	epochIndex uint64
+}
+
+// noteLog records a log entry as it lands.
+func (s *Store) noteLog(key string, data []byte) {
+	index, ok := sequencer.ParseIndexKey(key, sequencer.LogPrefix)
+	if !ok {
+		return
+	}
+	e, err := sequencer.UnmarshalEntry(data)
+	if err != nil {
+		s.w.check.violation("log entry %d does not decode: %v", index, err)
+		return
+	}
+	s.writers[index] = e.Writer
+	for _, op := range e.Ops {
+		if op.Epoch != nil && index > s.epochIndex {
+			s.epochIndex, s.epochOwner = index, op.Epoch.Owner
+		}
+	}
+}
+
+// logWriter returns who wrote log entry index, if it exists.
+func (s *Store) logWriter(index uint64) (string, bool) {
+	w, ok := s.writers[index]
+	return w, ok
 }
 
 func (s *Store) latency() time.Duration {
@@ -45,6 +77,7 @@ func (s *Store) Put(key string, data []byte, ifAbsent bool, done func(error)) {
 			err = objectio.ErrExists
 		} else {
 			s.objects[key] = data
+			s.noteLog(key, data)
 		}
 		if after {
 			err = errInjected

@@ -45,7 +45,8 @@ type World struct {
 	producers  []*Producer
 	consumers  []*Consumer
 	check      *Checker
-	ops        int64 // client operations (produce and fetch attempts)
+	ops        int64                    // client operations (produce and fetch attempts)
+	paused     map[string]time.Duration // process → paused until (a GC stall)
 }
 
 type event struct {

@@ -2,6 +2,7 @@
 // own no disks.
 //
 //	sluice serve   agent and sequencer in one process (the laptop default)
+//	sluice sim     the deterministic simulator
 package main
 
 import (
@@ -13,6 +14,7 @@ const usage = `usage: sluice <command> [flags]
 
 commands:
   serve   run an agent and the sequencer in one process on one store
+  sim     run the deterministic simulator (-seed N -v, or -seeds N)
 
 Run 'sluice <command> -h' for a command's flags. Every flag can also be set
 by an environment variable: --flush-window is SLUICE_FLUSH_WINDOW.
@@ -27,6 +29,8 @@ func main() {
 	switch os.Args[1] {
 	case "serve":
 		err = serve(os.Args[2:])
+	case "sim":
+		err = simulate(os.Args[2:])
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

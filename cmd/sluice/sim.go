@@ -1,0 +1,81 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/sluicedb/sluice/sim"
+)
+
+// simulate runs the deterministic simulator: one seed with its event log
+// (-seed N -v), or many seeds on all cores (-seeds N).
+func simulate(args []string) error {
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	seed := fs.Int64("seed", 0, "run this one seed")
+	seeds := fs.Int64("seeds", 1000, "run this many seeds, from -from")
+	from := fs.Int64("from", 1, "first seed of -seeds")
+	verbose := fs.Bool("v", false, "with -seed: print the event log")
+	if err := parseWithEnv(fs, args); err != nil {
+		return err
+	}
+	if *seed != 0 {
+		var out io.Writer
+		if *verbose {
+			out = os.Stdout
+		}
+		r := sim.Run(*seed, out)
+		fmt.Printf("seed %d: %d client operations, %d events, %v virtual, trace %016x\n", r.Seed, r.Ops, r.Events, r.Virtual, r.Trace)
+		fmt.Printf("config: %+v\n", r.Config)
+		for _, v := range r.Violations {
+			fmt.Println("VIOLATION", v)
+		}
+		if r.Failed() {
+			return fmt.Errorf("seed %d failed", r.Seed)
+		}
+		return nil
+	}
+	start := time.Now()
+	var (
+		mu     sync.Mutex
+		next   = *from
+		ops    int64
+		failed []int64
+		wg     sync.WaitGroup
+	)
+	for i := 0; i < runtime.GOMAXPROCS(0); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				s := next
+				next++
+				mu.Unlock()
+				if s >= *from+*seeds {
+					return
+				}
+				r := sim.Run(s, nil)
+				mu.Lock()
+				ops += r.Ops
+				if r.Failed() {
+					failed = append(failed, s)
+					fmt.Printf("seed %d FAILED: %s\n  replay: sluice sim -seed %d -v\n", s, r.Violations[0], s)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	fmt.Printf("%d seeds, %d simulated client operations, %d violations, %.1fs (%.0f seeds/s, %.0f ops/s)\n",
+		*seeds, ops, len(failed), el.Seconds(), float64(*seeds)/el.Seconds(), float64(ops)/el.Seconds())
+	if len(failed) > 0 {
+		return fmt.Errorf("%d seeds failed: %v", len(failed), failed)
+	}
+	return nil
+}

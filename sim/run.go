@@ -1,0 +1,324 @@
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"io"
+	"math/rand"
+	"runtime/debug"
+	"time"
+
+	"github.com/sluicedb/sluice/sequencer"
+)
+
+// Config is one run's topology and fault rates: data, drawn from the seed.
+type Config struct {
+	Agents, Sequencers, Producers, Consumers, Partitions int
+	RecordsPerProducer                                   int
+
+	FlushWindow   time.Duration
+	FlushBytes    int
+	SnapshotEvery uint64
+
+	StoreLatencyMin, StoreLatencyMax time.Duration
+	StoreFailBefore, StoreFailAfter  float64
+	NetDelayMin, NetDelayMax         time.Duration
+	NetDrop                          float64
+	FaultEvery                       time.Duration // mean gap between crashes, pauses, partitions and takeovers
+
+	Safety      time.Duration // how long faults are injected
+	LivenessMax time.Duration // how long the fault-free phase may take to finish everything
+}
+
+// RandomConfig draws a configuration.
+func RandomConfig(rng *rand.Rand) Config {
+	dur := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(rng.Int63n(int64(hi-lo)+1)) }
+	return Config{
+		Agents:             1 + rng.Intn(3),
+		Sequencers:         1 + rng.Intn(3),
+		Producers:          1 + rng.Intn(3),
+		Consumers:          1 + rng.Intn(2),
+		Partitions:         1 + rng.Intn(4),
+		RecordsPerProducer: 100 + rng.Intn(300),
+		FlushWindow:        dur(2*time.Millisecond, 50*time.Millisecond),
+		FlushBytes:         200 + rng.Intn(4000),
+		SnapshotEvery:      uint64(2 + rng.Intn(20)),
+		StoreLatencyMin:    dur(time.Millisecond, 5*time.Millisecond),
+		StoreLatencyMax:    dur(5*time.Millisecond, 60*time.Millisecond),
+		StoreFailBefore:    rng.Float64() * 0.1,
+		StoreFailAfter:     rng.Float64() * 0.1,
+		NetDelayMin:        dur(0, time.Millisecond),
+		NetDelayMax:        dur(time.Millisecond, 20*time.Millisecond),
+		NetDrop:            rng.Float64() * 0.05,
+		FaultEvery:         dur(50*time.Millisecond, 800*time.Millisecond),
+		Safety:             dur(time.Second, 4*time.Second),
+		LivenessMax:        60 * time.Second,
+	}
+}
+
+// Result is what a run found.
+type Result struct {
+	Seed       int64
+	Config     Config
+	Trace      uint64 // same seed, same trace
+	Violations []string
+	Ops        int64 // client operations
+	Events     int
+	Virtual    time.Duration
+}
+
+// Failed reports whether the checker found anything.
+func (r Result) Failed() bool { return len(r.Violations) > 0 }
+
+// Run simulates one seed. verbose, if set, receives the event log.
+func Run(seed int64, verbose io.Writer) (res Result) {
+	rng := rand.New(rand.NewSource(seed))
+	w := &World{Seed: seed, cfg: RandomConfig(rng), rng: rng, verbose: verbose}
+	w.check = newChecker(w)
+	w.store = &Store{w: w, objects: map[string][]byte{}, writers: map[uint64]string{}}
+	w.net = &Network{w: w, cut: map[[2]string]time.Duration{}}
+	w.paused = map[string]time.Duration{}
+	defer func() {
+		if p := recover(); p != nil {
+			w.check.violation("panic: %v\n%s", p, debug.Stack())
+		}
+		res = Result{Seed: seed, Config: w.cfg, Trace: w.trace, Violations: w.check.violations,
+			Ops: w.ops, Events: w.eventsRun, Virtual: w.now}
+	}()
+	w.logf("seed %d config %+v", seed, w.cfg)
+	w.setup()
+	for w.events.Len() > 0 && !w.stopped {
+		e := heap.Pop(&w.events).(*event)
+		w.now = e.at
+		w.eventsRun++
+		w.hash(fmt.Sprintf("%d %s", e.at, e.what))
+		e.fn()
+	}
+	return res
+}
+
+// genesis is the first log entry: the topic the clients use.
+func (w *World) genesis() {
+	e := &sequencer.Entry{Writer: "genesis", Ops: []sequencer.Op{{CreateTopic: &sequencer.CreateTopicOp{
+		Name: topic, ID: [16]byte{1}, Partitions: int32(w.cfg.Partitions)}}}}
+	data := sequencer.MarshalEntry(e)
+	w.store.objects[sequencer.LogKey(1)] = data
+	w.store.noteLog(sequencer.LogKey(1), data)
+}
+
+func (w *World) setup() {
+	w.genesis()
+	for i := 0; i < w.cfg.Sequencers; i++ {
+		w.sequencers = append(w.sequencers, &SeqProc{w: w, name: fmt.Sprintf("seq%d", i)})
+	}
+	for i := 0; i < w.cfg.Agents; i++ {
+		w.agents = append(w.agents, &AgentProc{w: w, name: fmt.Sprintf("agent%d", i)})
+	}
+	for i := 0; i < w.cfg.Producers; i++ {
+		p := &Producer{w: w, name: fmt.Sprintf("producer%d", i), budget: w.cfg.RecordsPerProducer}
+		for j := 0; j < w.cfg.Partitions; j++ {
+			p.parts = append(p.parts, &prodPart{partition: int32(j)})
+		}
+		w.producers = append(w.producers, p)
+	}
+	for i := 0; i < w.cfg.Consumers; i++ {
+		w.consumers = append(w.consumers, &Consumer{w: w, name: fmt.Sprintf("consumer%d", i),
+			pos: make([]int64, w.cfg.Partitions), hwm: make([]int64, w.cfg.Partitions)})
+	}
+	w.sequencers[0].start()
+	for _, a := range w.agents {
+		a.start()
+	}
+	for _, p := range w.producers {
+		p := p
+		w.after(w.between(0, 50*time.Millisecond), p.name+" starts", p.start)
+	}
+	for _, c := range w.consumers {
+		w.after(w.between(0, 50*time.Millisecond), c.name+" starts", c.loop)
+	}
+	w.after(w.between(w.cfg.FaultEvery/2, w.cfg.FaultEvery*3/2), "fault", w.injectFault)
+	w.after(w.cfg.Safety, "liveness phase", w.startLiveness)
+	w.after(watchdogEvery, "watchdog", w.watchdog)
+}
+
+// watchdogEvery is how often the standbys check that someone is active.
+const watchdogEvery = 200 * time.Millisecond
+
+// watchdog is what standbys do in a real deployment: when no sequencer is
+// active, one takes over. A stopped one is started; failing that, one that
+// still believes it is active but no longer owns the newest epoch entry
+// steps down and takes over again.
+func (w *World) watchdog() {
+	if !w.stopped {
+		w.after(watchdogEvery, "watchdog", w.watchdog)
+	}
+	if w.activeSequencer() != nil {
+		return
+	}
+	for _, s := range w.sequencers {
+		if s.up && !s.Active() {
+			return // one is recovering or taking over now
+		}
+	}
+	for _, s := range w.sequencers {
+		if !s.up {
+			s.start()
+			return
+		}
+	}
+	s := w.sequencers[w.rng.Intn(len(w.sequencers))]
+	s.crash()
+	s.start()
+}
+
+// activeSequencer is where agents send requests: the owner of the newest
+// epoch entry, as agents find it in the log, if it is running.
+func (w *World) activeSequencer() *SeqProc {
+	for _, s := range w.sequencers {
+		if s.up && s.writer == w.store.epochOwner && s.Active() {
+			return s
+		}
+	}
+	return nil
+}
+
+// wake runs fn now, or when p's pause ends.
+func (w *World) wake(p proc, fn func()) {
+	if until := w.paused[p.Name()]; w.now < until {
+		w.after(until-w.now, p.Name()+" wakes", fn)
+		return
+	}
+	fn()
+}
+
+// injectFault makes one random thing go wrong, then schedules the next.
+func (w *World) injectFault() {
+	if w.liveness {
+		return
+	}
+	switch r := w.rng.Float64(); {
+	case r < 0.25:
+		a := w.agents[w.rng.Intn(len(w.agents))]
+		if a.up {
+			a.crash()
+			w.after(w.between(10*time.Millisecond, 500*time.Millisecond), a.name+" restarts", func() {
+				if !a.up {
+					a.start()
+				}
+			})
+		}
+	case r < 0.4:
+		w.sequencers[w.rng.Intn(len(w.sequencers))].crash() // the watchdog brings one back
+	case r < 0.55:
+		// A standby takes over: it recovers and appends its epoch entry,
+		// which fences whoever was active.
+		for _, s := range w.sequencers {
+			if !s.up {
+				s.start()
+				break
+			}
+		}
+	case r < 0.75:
+		procs := w.allProcs()
+		a, b := procs[w.rng.Intn(len(procs))], procs[w.rng.Intn(len(procs))]
+		if a.Name() != b.Name() {
+			w.net.Partition(a.Name(), b.Name(), w.between(20*time.Millisecond, 500*time.Millisecond))
+		}
+	default:
+		var p proc = w.agents[w.rng.Intn(len(w.agents))]
+		if w.rng.Intn(2) == 0 {
+			p = w.sequencers[w.rng.Intn(len(w.sequencers))]
+		}
+		d := w.between(10*time.Millisecond, 800*time.Millisecond)
+		w.paused[p.Name()] = w.now + d
+		w.logf("%s pauses for %v", p.Name(), d)
+	}
+	w.after(w.between(w.cfg.FaultEvery/2, w.cfg.FaultEvery*3/2), "fault", w.injectFault)
+}
+
+func (w *World) allProcs() []proc {
+	var out []proc
+	for _, s := range w.sequencers {
+		out = append(out, s)
+	}
+	for _, a := range w.agents {
+		out = append(out, a)
+	}
+	for _, p := range w.producers {
+		out = append(out, p)
+	}
+	for _, c := range w.consumers {
+		out = append(out, c)
+	}
+	return out
+}
+
+// startLiveness stops every fault and brings everything back; then all
+// pending work must complete.
+func (w *World) startLiveness() {
+	w.logf("liveness phase: faults stop")
+	w.liveness = true
+	w.net.Heal()
+	w.paused = map[string]time.Duration{}
+	for _, a := range w.agents {
+		if !a.up {
+			a.start()
+		}
+	}
+	w.livenessCheck()
+}
+
+// livenessCheck ends the run when everything produced is acknowledged and
+// every consumer has read to the end, or fails it when that takes too long.
+func (w *World) livenessCheck() {
+	seq := w.activeSequencer()
+	if seq != nil && !seq.seq.InFlight() && w.finished(seq.seq.State()) {
+		hwm := make([]int64, w.cfg.Partitions)
+		for i := range hwm {
+			hwm[i] = seq.seq.State().Partition(topic, int32(i)).Next
+		}
+		w.check.final(hwm)
+		w.stopped = true
+		return
+	}
+	if w.now > w.cfg.Safety+w.cfg.LivenessMax {
+		w.check.violation("liveness: work still pending %v after faults stopped: %s", w.cfg.LivenessMax, w.pending())
+		w.stopped = true
+		return
+	}
+	w.after(50*time.Millisecond, "liveness check", w.livenessCheck)
+}
+
+func (w *World) finished(st *sequencer.State) bool {
+	for _, p := range w.producers {
+		if !p.done() {
+			return false
+		}
+	}
+	for _, c := range w.consumers {
+		for i := range c.pos {
+			if c.pos[i] < st.Partition(topic, int32(i)).Next {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (w *World) pending() string {
+	s := ""
+	for _, p := range w.producers {
+		for _, pp := range p.parts {
+			if pp.inflight != nil {
+				s += fmt.Sprintf("%s partition %d batch seq %d unacknowledged; ", p.name, pp.partition, pp.inflight.seq)
+			}
+		}
+		if p.pid < 0 {
+			s += p.name + " has no producer id; "
+		}
+	}
+	for _, c := range w.consumers {
+		s += fmt.Sprintf("%s at %v; ", c.name, c.pos)
+	}
+	return s
+}
