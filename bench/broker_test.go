@@ -13,7 +13,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluicedb/sluice/codec"
 	"github.com/sluicedb/sluice/objectio"
 	"github.com/sluicedb/sluice/server"
 )
@@ -39,6 +38,21 @@ func startBroker(b *testing.B, window time.Duration) *server.Standalone {
 func requestFrame(req kmsg.Request, correlationID int32) []byte {
 	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench"))
 	return f.AppendRequest(nil, req, correlationID)
+}
+
+// produceFrame is a Produce v9 request (acks=all) of one batch to
+// partition 0 of topic, as a whole frame.
+func produceFrame(topic string, batch []byte) []byte {
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Acks, req.TimeoutMillis = -1, 30000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = batch
+	rt.Partitions = []kmsg.ProduceRequestTopicPartition{rp}
+	req.Topics = []kmsg.ProduceRequestTopic{rt}
+	return requestFrame(req, 1)
 }
 
 // pipeline writes frames on one connection while reading the responses, and
@@ -111,5 +125,4 @@ func checkProduceResponse(b *testing.B, addr string, frame []byte) {
 			}
 		}
 	}
-	_ = codec.BatchHeaderSize
 }

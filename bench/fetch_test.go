@@ -19,16 +19,7 @@ func BenchmarkFetchFromCache(b *testing.B) {
 		b.Run(fmt.Sprintf("recordsPerBatch=%d", records), func(b *testing.B) {
 			sa := startBroker(b, time.Millisecond)
 			batch := codectest.Batch(codectest.BatchSpec{Records: records, ValueBytes: 100})
-			req := kmsg.NewPtrProduceRequest()
-			req.SetVersion(9)
-			req.Acks, req.TimeoutMillis = -1, 30000
-			rt := kmsg.NewProduceRequestTopic()
-			rt.Topic = "fetch"
-			rp := kmsg.NewProduceRequestTopicPartition()
-			rp.Records = batch
-			rt.Partitions = []kmsg.ProduceRequestTopicPartition{rp}
-			req.Topics = []kmsg.ProduceRequestTopic{rt}
-			frame := requestFrame(req, 1)
+			frame := produceFrame("fetch", batch)
 			checkProduceResponse(b, sa.Addr(), frame)
 			batches := (1<<20)/len(batch) + 1
 			pipeline(b, sa.Addr(), [][]byte{frame}, batches)

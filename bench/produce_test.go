@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedb/sluice/codec/codectest"
 )
@@ -23,16 +22,7 @@ func BenchmarkProduce(b *testing.B) {
 		b.Run(fmt.Sprintf("records=%d", records), func(b *testing.B) {
 			sa := startBroker(b, time.Millisecond)
 			batch := codectest.Batch(codectest.BatchSpec{Records: records, ValueBytes: 100})
-			req := kmsg.NewPtrProduceRequest()
-			req.SetVersion(9)
-			req.Acks, req.TimeoutMillis = -1, 30000
-			rt := kmsg.NewProduceRequestTopic()
-			rt.Topic = "bench"
-			rp := kmsg.NewProduceRequestTopicPartition()
-			rp.Records = batch
-			rt.Partitions = []kmsg.ProduceRequestTopicPartition{rp}
-			req.Topics = []kmsg.ProduceRequestTopic{rt}
-			frame := requestFrame(req, 1)
+			frame := produceFrame("bench", batch)
 			checkProduceResponse(b, sa.Addr(), frame) // creates the topic, checks the path
 
 			b.SetBytes(int64(len(batch)))

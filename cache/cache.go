@@ -40,6 +40,9 @@ func Key(object string, pos int64) string {
 	return object + "@" + strconv.FormatInt(pos, 10)
 }
 
+// ObjectKey names a whole data object (read once on a miss, then split).
+func ObjectKey(object string) string { return "object:" + object }
+
 // Get returns the cached bytes for key.
 func (c *Cache) Get(key string) ([]byte, bool) { return c.rc.Get(key) }
 
@@ -66,6 +69,10 @@ func (c *Cache) Load(key string, load func() ([]byte, error)) ([]byte, error) {
 			return nil, err
 		}
 		c.rc.Set(key, b, int64(len(b)))
+		// Ristretto applies sets asynchronously: without waiting, the
+		// next miss for this key right after the flight ends would load
+		// it again.
+		c.rc.Wait()
 		return b, nil
 	})
 	if err != nil {

@@ -81,11 +81,15 @@ func (f InjectorFunc) MaybeFail(op Op, key string) Fault { return f(op, key) }
 type Faulty struct {
 	Inner    Store
 	Injector Injector
+	// Latency, if set, delays every call by a drawn duration before it is
+	// made, as a remote store's round trip would.
+	Latency *Latency
 }
 
 var _ Store = Faulty{}
 
 func (f Faulty) fault(op Op, key string) Fault {
+	f.Latency.wait()
 	if f.Injector == nil {
 		return FaultNone
 	}

@@ -14,6 +14,13 @@ import (
 // batches fail with a retriable error (the producers then retry).
 const putAttemptsMax = 5
 
+// commitTimeout bounds how long a commit may wait for the sequencer (which
+// keeps retrying its log append while the store is down). Past it the
+// batches fail with REQUEST_TIMED_OUT: never acknowledged, so the producers
+// retry, and an idempotent retry of a commit that did land later gets its
+// original offsets.
+const commitTimeout = 15 * time.Second
+
 // The write path's shell: core.Writer decides, these functions carry out its
 // Ready (PUTs on goroutines, commits to the sequencer in order) and feed the
 // outcomes back. writeMu guards the Writer.
@@ -72,9 +79,17 @@ func (a *Agent) drive() {
 	}
 	for _, req := range rd.Commits {
 		key := req.Object
+		timeout := time.AfterFunc(commitTimeout, func() {
+			a.log.Warn("commit timed out; failing its batches", "object", key)
+			a.writeMu.Lock()
+			defer a.writeMu.Unlock()
+			a.writer.CommitDone(key, nil) // a no-op if the reply came first
+			a.drive()
+		})
 		a.wg.Add(1)
 		submit(a, req, func(reply *sequencer.CommitReply) {
 			defer a.wg.Done()
+			timeout.Stop()
 			a.writeMu.Lock()
 			defer a.writeMu.Unlock()
 			a.writer.CommitDone(key, reply)

@@ -31,7 +31,7 @@ func (a *Agent) WriteMetrics(w io.Writer) {
 		{"sluice_object_bytes_total", "Bytes of data objects written.", m.objectBytes.Load()},
 		{"sluice_object_write_failures_total", "Data objects whose write failed after retries.", m.objectFailures.Load()},
 		{"sluice_fetched_bytes_total", "Record bytes returned to consumers.", m.fetchedBytes.Load()},
-		{"sluice_store_reads_total", "Batches read from the object store on a cache miss.", m.storeReads.Load()},
+		{"sluice_store_reads_total", "Data objects read from the object store on a cache miss.", m.storeReads.Load()},
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", c.name, c.help, c.name, c.name, c.v)
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -50,17 +51,32 @@ func (a *Agent) load(ctx context.Context, parts []*core.PartRead) error {
 	return nil
 }
 
-// loadBatch returns one batch's bytes, patched with its offset. A batch read
-// from the store is checked against its CRC before it is trusted.
+// loadBatch returns one batch's bytes, patched with its offset. On a miss
+// it reads the whole data object once (single-flight, and cached itself), so
+// that a consumer catching up costs about one GET per object, not one per
+// batch: an object holds every partition's batches of one flush window.
+// A batch read from the store is checked against its CRC before it is
+// trusted.
 func (a *Agent) loadBatch(ctx context.Context, e sequencer.IndexEntry) ([]byte, error) {
 	return a.cache.Load(cache.Key(e.Object, e.Pos), func() ([]byte, error) {
-		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		a.metrics.storeReads.Add(1)
-		b, err := a.store.Get(ctx, e.Object, e.Pos, e.Len)
+		obj, err := a.cache.Load(cache.ObjectKey(e.Object), func() ([]byte, error) {
+			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			a.metrics.storeReads.Add(1)
+			b, err := a.store.Get(ctx, e.Object, 0, -1)
+			if err != nil {
+				return nil, fmt.Errorf("read %s: %w", e.Object, err)
+			}
+			return b, nil
+		})
 		if err != nil {
-			return nil, fmt.Errorf("read %s@%d: %w", e.Object, e.Pos, err)
+			return nil, err
 		}
+		if e.Pos+e.Len > int64(len(obj)) {
+			return nil, fmt.Errorf("object %s has %d bytes; the index places a batch at %d+%d", e.Object, len(obj), e.Pos, e.Len)
+		}
+		// A copy: the cached object is shared, and patching is per batch.
+		b := bytes.Clone(obj[e.Pos : e.Pos+e.Len])
 		if err := core.CheckLoaded(b, e); err != nil {
 			return nil, err
 		}

@@ -3,9 +3,7 @@ package sim
 import (
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
-	"sync"
 	"testing"
 
 	"github.com/sluicedb/sluice/internal/bugs"
@@ -22,45 +20,11 @@ func seedsForCI(t *testing.T) int64 {
 	return 1000
 }
 
-// runSeeds runs seeds [from, from+n) on all cores and returns the failures
-// in seed order, with totals.
-func runSeeds(from, n int64) (failed []Result, ops int64) {
-	var (
-		mu   sync.Mutex
-		next = from
-		wg   sync.WaitGroup
-	)
-	for i := 0; i < runtime.GOMAXPROCS(0); i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				s := next
-				next++
-				mu.Unlock()
-				if s >= from+n {
-					return
-				}
-				r := Run(s, nil)
-				mu.Lock()
-				ops += r.Ops
-				if r.Failed() {
-					failed = append(failed, r)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return failed, ops
-}
-
 func TestSeedsFindNoViolation(t *testing.T) {
 	n := seedsForCI(t)
-	failed, ops := runSeeds(1, n)
-	t.Logf("%d seeds, %d client operations, %d failed", n, ops, len(failed))
-	for i, r := range failed {
+	tot := RunSeeds(1, n, nil)
+	t.Logf("%d seeds, %d client operations, %d failed", n, tot.Ops, len(tot.Failed))
+	for i, r := range tot.Failed {
 		if i == 5 {
 			break
 		}
@@ -87,7 +51,7 @@ func TestPlantedBugsAreCaught(t *testing.T) {
 	defer bugs.Set(bugs.None)
 	for _, b := range bugs.All() {
 		bugs.Set(b)
-		failed, _ := runSeeds(1, seedsMax)
+		failed := RunSeeds(1, seedsMax, nil).Failed
 		if len(failed) == 0 {
 			t.Errorf("planted bug %s: no violation in %d seeds", b, seedsMax)
 			continue

@@ -3,6 +3,7 @@
 //
 //	sluice serve   agent and sequencer in one process (the laptop default)
 //	sluice sim     the deterministic simulator
+//	sluice bench   a produce load generator
 package main
 
 import (
@@ -15,6 +16,7 @@ const usage = `usage: sluice <command> [flags]
 commands:
   serve   run an agent and the sequencer in one process on one store
   sim     run the deterministic simulator (-seed N -v, or -seeds N)
+  bench   produce a steady load against a broker and print produce latency
 
 Run 'sluice <command> -h' for a command's flags. Every flag can also be set
 by an environment variable: --flush-window is SLUICE_FLUSH_WINDOW.
@@ -31,6 +33,8 @@ func main() {
 		err = serve(os.Args[2:])
 	case "sim":
 		err = simulate(os.Args[2:])
+	case "bench":
+		err = loadgen(os.Args[2:])
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -31,6 +31,9 @@ func serve(args []string) error {
 	defaultPartitions := fs.Int("default-partitions", 1, "partitions of auto-created topics")
 	maxRequestBytes := fs.Int("max-request-bytes", 100<<20, "larger request frames close the connection")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	storeLatency := fs.String("store-latency", "", "testing: add this latency to every store request, e.g. 30ms-70ms")
+	storeErrorRate := fs.Float64("store-error-rate", 0, "testing: fraction of store requests that fail without happening")
+	storeLostRate := fs.Float64("store-lost-response-rate", 0, "testing: fraction of store requests that happen but report an error")
 	if err := parseWithEnv(fs, args); err != nil {
 		return err
 	}
@@ -44,6 +47,12 @@ func serve(args []string) error {
 	st, err := objectio.Open(*store)
 	if err != nil {
 		return err
+	}
+	st, err = objectio.WrapFaulty(st, objectio.FaultyConfig{
+		Latency: *storeLatency, ErrorRate: *storeErrorRate, LostResponseRate: *storeLostRate, Seed: uint64(time.Now().UnixNano()),
+	})
+	if err != nil {
+		return fmt.Errorf("--store-latency/--store-error-rate/--store-lost-response-rate: %w", err)
 	}
 	cfg := server.Config{
 		AgentID:           "serve",

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-	"sync"
 	"time"
 
 	"github.com/sluicedb/sluice/sim"
@@ -40,42 +38,14 @@ func simulate(args []string) error {
 		return nil
 	}
 	start := time.Now()
-	var (
-		mu     sync.Mutex
-		next   = *from
-		ops    int64
-		failed []int64
-		wg     sync.WaitGroup
-	)
-	for i := 0; i < runtime.GOMAXPROCS(0); i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				s := next
-				next++
-				mu.Unlock()
-				if s >= *from+*seeds {
-					return
-				}
-				r := sim.Run(s, nil)
-				mu.Lock()
-				ops += r.Ops
-				if r.Failed() {
-					failed = append(failed, s)
-					fmt.Printf("seed %d FAILED: %s\n  replay: sluice sim -seed %d -v\n", s, r.Violations[0], s)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	tot := sim.RunSeeds(*from, *seeds, func(r sim.Result) {
+		fmt.Printf("seed %d FAILED: %s\n  replay: sluice sim -seed %d -v\n", r.Seed, r.Violations[0], r.Seed)
+	})
 	el := time.Since(start)
 	fmt.Printf("%d seeds, %d simulated client operations, %d violations, %.1fs (%.0f seeds/s, %.0f ops/s)\n",
-		*seeds, ops, len(failed), el.Seconds(), float64(*seeds)/el.Seconds(), float64(ops)/el.Seconds())
-	if len(failed) > 0 {
-		return fmt.Errorf("%d seeds failed: %v", len(failed), failed)
+		tot.Seeds, tot.Ops, len(tot.Failed), el.Seconds(), float64(tot.Seeds)/el.Seconds(), float64(tot.Ops)/el.Seconds())
+	if len(tot.Failed) > 0 {
+		return fmt.Errorf("%d seeds failed", len(tot.Failed))
 	}
 	return nil
 }
