@@ -25,6 +25,36 @@ type Op struct {
 	DeleteTopic      *DeleteTopicOp      `json:"dt,omitempty"`
 	CreatePartitions *CreatePartitionsOp `json:"cp,omitempty"`
 	InitProducer     *InitProducerOp     `json:"ip,omitempty"`
+	OffsetCommit     *OffsetCommitOp     `json:"oc,omitempty"`
+	DeleteGroup      *DeleteGroupOp      `json:"dg,omitempty"`
+	OffsetDelete     *OffsetDeleteOp     `json:"od,omitempty"`
+}
+
+// OffsetCommitOp records a consumer group's committed offsets.
+type OffsetCommitOp struct {
+	Group   string              `json:"g"`
+	Offsets []OffsetCommitEntry `json:"offsets"`
+}
+
+// OffsetCommitEntry is one partition's committed offset.
+type OffsetCommitEntry struct {
+	Topic       string `json:"t"`
+	Partition   int32  `json:"p"`
+	Offset      int64  `json:"o"`
+	LeaderEpoch int32  `json:"e"`
+	Metadata    string `json:"m,omitempty"`
+}
+
+// DeleteGroupOp forgets a group's committed offsets.
+type DeleteGroupOp struct {
+	Group string `json:"g"`
+}
+
+// OffsetDeleteOp forgets some of a group's committed offsets.
+type OffsetDeleteOp struct {
+	Group      string  `json:"g"`
+	Topic      string  `json:"t"`
+	Partitions []int32 `json:"p"`
 }
 
 // EpochOp is appended by a sequencer when it takes over. Agents find the

@@ -5,10 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedb/sluice/internal/bugs"
+	"github.com/sluicedb/sluice/sequencer/group"
 )
 
 // Config configures a sequencer incarnation.
@@ -23,6 +26,8 @@ type Config struct {
 	SnapshotEvery uint64
 	// EntryRequestsMax bounds how many requests one entry decides.
 	EntryRequestsMax int
+	// Groups configures the consumer-group coordinator.
+	Groups group.Config
 }
 
 const (
@@ -59,6 +64,8 @@ type Sequencer struct {
 	inflight *inflight
 	ready    Ready
 	lastSnap uint64 // index of the newest snapshot written or restored
+	now      time.Time
+	groups   *group.Coordinator
 }
 
 // inflight is the entry being appended and the replies waiting on it.
@@ -109,7 +116,16 @@ func New(cfg Config) *Sequencer {
 	if cfg.EntryRequestsMax <= 0 {
 		cfg.EntryRequestsMax = defaultEntryRequestsMax
 	}
-	return &Sequencer{cfg: cfg, state: NewState()}
+	if cfg.Groups.NewMemberID == nil {
+		// Member ids must not repeat across sequencer incarnations: a
+		// zombie member of the last one must not pass for a new member.
+		var n uint64
+		cfg.Groups.NewMemberID = func(clientID string) string {
+			n++
+			return fmt.Sprintf("%s-%s-%d", clientID, cfg.Writer, n)
+		}
+	}
+	return &Sequencer{cfg: cfg, state: NewState(), groups: group.New(cfg.Groups)}
 }
 
 // Restore starts recovery from a snapshot.
@@ -177,6 +193,15 @@ func (s *Sequencer) Step(req Request) {
 	case roleFenced:
 		s.ready.Replies = append(s.ready.Replies, errorReply(req, kerr.NotCoordinator.Code))
 		return
+	}
+	if isGroupRequest(req.Body) {
+		if s.role != roleActive {
+			s.ready.Replies = append(s.ready.Replies, errorReply(req, kerr.CoordinatorLoadInProgress.Code))
+			return
+		}
+		if s.stepMembership(req) {
+			return
+		}
 	}
 	s.queue = append(s.queue, req)
 }
@@ -344,6 +369,14 @@ func (s *Sequencer) decide(index uint64, body any, ops []Op) (any, []Op) {
 		return s.decideCreatePartitions(index, r, ops)
 	case *InitProducerRequest:
 		return s.decideInitProducer(index, ops)
+	case *kmsg.OffsetCommitRequest:
+		return s.decideOffsetCommit(index, r, ops)
+	case *kmsg.OffsetFetchRequest:
+		return s.decideOffsetFetch(r, ops)
+	case *kmsg.DeleteGroupsRequest:
+		return s.decideDeleteGroups(index, r, ops)
+	case *kmsg.OffsetDeleteRequest:
+		return s.decideOffsetDelete(index, r, ops)
 	default:
 		panic(fmt.Sprintf("sequencer: unknown request %T", body))
 	}
@@ -523,6 +556,12 @@ func errorReply(req Request, code int16) Reply {
 		return Reply{ID: req.ID, Body: &CommitReply{Results: res}}
 	case *InitProducerRequest:
 		return Reply{ID: req.ID, Body: &InitProducerReply{Err: code, ProducerID: -1, Epoch: -1}}
+	case *JoinGroup:
+		resp, _ := groupErrorResponse(r.Req, code)
+		return Reply{ID: req.ID, Body: resp}
+	case kmsg.Request:
+		resp, _ := groupErrorResponse(r, code)
+		return Reply{ID: req.ID, Body: resp}
 	default:
 		return Reply{ID: req.ID, Body: &TopicReply{Err: code}}
 	}
@@ -535,6 +574,12 @@ func errorReplyFor(r Reply, code int16) Reply {
 		return errorReply(Request{ID: r.ID, Body: &CommitRequest{Batches: make([]BatchCommit, len(b.Results))}}, code)
 	case *InitProducerReply:
 		return errorReply(Request{ID: r.ID, Body: &InitProducerRequest{}}, code)
+	case kmsg.Response:
+		// A group reply held for its entry; the client retries the request.
+		req := kmsg.RequestForKey(b.Key())
+		req.SetVersion(b.GetVersion())
+		resp, _ := groupErrorResponse(req, code)
+		return Reply{ID: r.ID, Body: resp}
 	default:
 		return errorReply(Request{ID: r.ID}, code)
 	}

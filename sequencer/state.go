@@ -22,6 +22,32 @@ type State struct {
 	NextProducerID int64             `json:"next_pid"`
 	ProducerEpochs map[int64]int16   `json:"producer_epochs"`
 	Topics         map[string]*Topic `json:"topics"`
+	// Groups holds consumer groups' committed offsets; membership is in
+	// memory only (package group).
+	Groups map[string]*GroupOffsets `json:"groups,omitempty"`
+}
+
+// GroupOffsets is one consumer group's committed offsets by topic and
+// partition.
+type GroupOffsets struct {
+	Topics map[string]map[int32]CommittedOffset `json:"topics"`
+}
+
+// CommittedOffset is one committed position.
+type CommittedOffset struct {
+	Offset      int64  `json:"o"`
+	LeaderEpoch int32  `json:"e"`
+	Metadata    string `json:"m,omitempty"`
+}
+
+// Committed returns a group's committed offset for a partition.
+func (s *State) Committed(group, topic string, partition int32) (CommittedOffset, bool) {
+	g := s.Groups[group]
+	if g == nil {
+		return CommittedOffset{}, false
+	}
+	c, ok := g.Topics[topic][partition]
+	return c, ok
 }
 
 // Topic is a named set of partitions.
@@ -146,6 +172,19 @@ func (s *State) applyOp(index uint64, op *Op) error {
 			return fmt.Errorf("bad partition growth for %q", op.CreatePartitions.Name)
 		}
 		t.grow(op.CreatePartitions.Count)
+	case op.OffsetCommit != nil:
+		s.applyOffsetCommit(op.OffsetCommit)
+	case op.DeleteGroup != nil:
+		delete(s.Groups, op.DeleteGroup.Group)
+	case op.OffsetDelete != nil:
+		if g := s.Groups[op.OffsetDelete.Group]; g != nil {
+			for _, p := range op.OffsetDelete.Partitions {
+				delete(g.Topics[op.OffsetDelete.Topic], p)
+			}
+			if len(g.Topics[op.OffsetDelete.Topic]) == 0 {
+				delete(g.Topics, op.OffsetDelete.Topic)
+			}
+		}
 	case op.InitProducer != nil:
 		ip := op.InitProducer
 		s.ProducerEpochs[ip.ProducerID] = ip.Epoch
@@ -156,6 +195,25 @@ func (s *State) applyOp(index uint64, op *Op) error {
 		return fmt.Errorf("empty op")
 	}
 	return nil
+}
+
+func (s *State) applyOffsetCommit(c *OffsetCommitOp) {
+	if s.Groups == nil {
+		s.Groups = map[string]*GroupOffsets{}
+	}
+	g := s.Groups[c.Group]
+	if g == nil {
+		g = &GroupOffsets{Topics: map[string]map[int32]CommittedOffset{}}
+		s.Groups[c.Group] = g
+	}
+	for _, o := range c.Offsets {
+		t := g.Topics[o.Topic]
+		if t == nil {
+			t = map[int32]CommittedOffset{}
+			g.Topics[o.Topic] = t
+		}
+		t[o.Partition] = CommittedOffset{Offset: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata}
+	}
 }
 
 func (t *Topic) grow(count int32) {

@@ -49,7 +49,11 @@ type Config struct {
 	AutoCreateTopics  bool          //
 	DefaultPartitions int32         // for auto-created topics and CreateTopics with -1
 	CacheBytes        int64         //
-	Logger            *slog.Logger  //
+	// GroupInitialRebalanceDelay is Kafka's group.initial.rebalance.delay.ms:
+	// a new group waits this long for more members before its first
+	// rebalance. Negative means none; zero takes Kafka's 3s.
+	GroupInitialRebalanceDelay time.Duration
+	Logger                     *slog.Logger //
 }
 
 // Defaults, as a Kafka user would expect them where Kafka has the setting.
@@ -87,6 +91,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.GroupInitialRebalanceDelay == 0 {
+		c.GroupInitialRebalanceDelay = 3 * time.Second
 	}
 }
 

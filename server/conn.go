@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net"
 	"sync"
 
 	"github.com/panjf2000/gnet/v2"
@@ -44,6 +45,17 @@ type call struct {
 	slot *slot
 	hdr  codec.RequestHeader
 	req  kmsg.Request
+}
+
+// remoteHost is the client's address as Kafka reports it ("/127.0.0.1").
+func (cn *conn) remoteHost() string {
+	if addr := cn.gc.RemoteAddr(); addr != nil {
+		host, _, err := net.SplitHostPort(addr.String())
+		if err == nil {
+			return "/" + host
+		}
+	}
+	return ""
 }
 
 func (cn *conn) push(frame *bytebufferpool.ByteBuffer) *slot {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/sluicedb/sluice/objectio"
+	"github.com/sluicedb/sluice/sequencer/group"
 	"github.com/sluicedb/sluice/sequencer/node"
 )
 
@@ -41,7 +42,8 @@ func StartStandalone(ctx context.Context, store objectio.Store, listen string, c
 		p, _ := strconv.Atoi(port)
 		cfg.AdvertiseHost, cfg.AdvertisePort = host, int32(p)
 	}
-	n, err := node.Start(ctx, store, node.Config{Name: cfg.AgentID, Addr: listen, Logger: cfg.Logger})
+	n, err := node.Start(ctx, store, node.Config{Name: cfg.AgentID, Addr: listen, Logger: cfg.Logger,
+		Groups: group.Config{InitialRebalanceDelay: max(cfg.GroupInitialRebalanceDelay, 0)}})
 	if err != nil {
 		return nil, fmt.Errorf("start sequencer: %w", err)
 	}

@@ -30,6 +30,7 @@ func serve(args []string) error {
 	autoCreate := fs.Bool("auto-create-topics", true, "create unknown topics on Metadata and Produce")
 	defaultPartitions := fs.Int("default-partitions", 1, "partitions of auto-created topics")
 	maxRequestBytes := fs.Int("max-request-bytes", 100<<20, "larger request frames close the connection")
+	groupDelay := fs.Duration("group-initial-rebalance-delay", 3*time.Second, "how long a new consumer group waits for more members before its first rebalance (Kafka's group.initial.rebalance.delay.ms)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	storeLatency := fs.String("store-latency", "", "testing: add this latency to every store request, e.g. 30ms-70ms")
 	storeErrorRate := fs.Float64("store-error-rate", 0, "testing: fraction of store requests that fail without happening")
@@ -55,14 +56,15 @@ func serve(args []string) error {
 		return fmt.Errorf("--store-latency/--store-error-rate/--store-lost-response-rate: %w", err)
 	}
 	cfg := server.Config{
-		AgentID:           "serve",
-		FlushWindow:       *flushWindow,
-		FlushBytes:        *flushBytes,
-		CacheBytes:        *cacheBytes,
-		AutoCreateTopics:  *autoCreate,
-		DefaultPartitions: int32(*defaultPartitions),
-		MaxRequestBytes:   int32(*maxRequestBytes),
-		Logger:            log,
+		AgentID:                    "serve",
+		FlushWindow:                *flushWindow,
+		FlushBytes:                 *flushBytes,
+		CacheBytes:                 *cacheBytes,
+		AutoCreateTopics:           *autoCreate,
+		DefaultPartitions:          int32(*defaultPartitions),
+		MaxRequestBytes:            int32(*maxRequestBytes),
+		GroupInitialRebalanceDelay: noneIfZero(*groupDelay),
+		Logger:                     log,
 	}
 	if *advertise != "" {
 		host, port, err := splitHostPort(*advertise)
@@ -122,4 +124,13 @@ func serveAdmin(addr string, sa *server.Standalone, log *slog.Logger) {
 	if err := http.ListenAndServe(addr, mux); err != nil {
 		log.Error("admin listener stopped", "addr", addr, "err", err)
 	}
+}
+
+// noneIfZero maps a flag's explicit 0 to the config's "none" (-1), since the
+// config's zero value means "Kafka's default".
+func noneIfZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicedb/sluice/objectio"
 	"github.com/sluicedb/sluice/sequencer"
+	"github.com/sluicedb/sluice/sequencer/group"
 )
 
 // Config configures a Node.
@@ -23,6 +24,7 @@ type Config struct {
 	Name          string // human part of the writer identity
 	Addr          string // advertised in the epoch entry
 	SnapshotEvery uint64
+	Groups        group.Config
 	Logger        *slog.Logger
 }
 
@@ -61,7 +63,7 @@ func Start(ctx context.Context, store objectio.Store, cfg Config) (*Node, error)
 		cfg.Logger = slog.Default()
 	}
 	writer := cfg.Name + "-" + nonce()
-	seq := sequencer.New(sequencer.Config{Writer: writer, Addr: cfg.Addr, SnapshotEvery: cfg.SnapshotEvery})
+	seq := sequencer.New(sequencer.Config{Writer: writer, Addr: cfg.Addr, SnapshotEvery: cfg.SnapshotEvery, Groups: cfg.Groups})
 	next, err := Recover(ctx, store, seq)
 	if err != nil {
 		return nil, err
@@ -142,6 +144,7 @@ func (n *Node) Submit(body any, done func(any)) {
 	n.nextID++
 	id := n.nextID
 	n.pending[id] = done
+	n.seq.Tick(time.Now())
 	n.seq.Step(sequencer.Request{ID: id, Body: body})
 	n.mu.Unlock()
 	n.poke()
@@ -174,13 +177,23 @@ func (n *Node) poke() {
 	}
 }
 
+// tickEvery is how often the sequencer's clock advances when nothing else
+// happens: group session and rebalance timeouts are checked this often.
+const tickEvery = 50 * time.Millisecond
+
 func (n *Node) run() {
 	defer close(n.done)
+	ticker := time.NewTicker(tickEvery)
+	defer ticker.Stop()
 	for {
 		select {
 		case <-n.ctx.Done():
 			return
 		case <-n.kick:
+		case now := <-ticker.C:
+			n.mu.Lock()
+			n.seq.Tick(now)
+			n.mu.Unlock()
 		}
 		n.step()
 	}
