@@ -57,7 +57,8 @@ func TestOpenDirCreatesTheDirectory(t *testing.T) {
 
 func TestOpenRejectsBadURLsClearly(t *testing.T) {
 	cases := []struct{ url, wantInError string }{
-		{"s3://bucket/prefix", "s3"},
+		{"s3://", "needs a bucket"},
+		{"s3://bucket/prefix?bogus=1", `unknown parameter "bogus"`},
 		{"ftp://host/x", `unknown scheme "ftp"`},
 		{"/just/a/path", "no scheme"},
 		{"dir://", "needs a path"},

@@ -1,0 +1,22 @@
+package s3server
+
+import (
+	"os/exec"
+	"runtime"
+	"syscall"
+)
+
+// startDetachable starts cmd so that the kernel kills it when the test
+// binary dies without running its cleanups (go test's -timeout, a crash):
+// no server outlives its test.
+//
+// Pdeathsig fires when the thread that forked the child exits, not the
+// process. The Go runtime only ends a thread when a goroutine exits while
+// locked to it; locking here for the fork and unlocking afterwards, with the
+// goroutine alive, leaves the thread in the pool for good.
+func startDetachable(cmd *exec.Cmd) error {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return cmd.Start()
+}
