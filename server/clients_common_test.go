@@ -101,9 +101,11 @@ type clientTest struct {
 	consume func(ctx context.Context, t *testing.T, addr, topic string, ends map[int32]int64) ([]consumedRecord, error)
 }
 
-// runClientTest is the whole scenario for one client.
-func runClientTest(t *testing.T, c clientTest) {
-	store := objectio.NewMem()
+// runClientTest is the whole scenario for one client, on the mem store.
+func runClientTest(t *testing.T, c clientTest) { runClientTestOn(t, c, objectio.NewMem()) }
+
+// runClientTestOn is the whole scenario for one client on store.
+func runClientTestOn(t *testing.T, c clientTest, store objectio.Store) {
 	sa := startBroker(t, store, Config{AutoCreateTopics: true, DefaultPartitions: clientTestPartitions})
 	topic := c.name + "-codecs"
 	createTestTopic(t, sa.Addr(), topic, clientTestPartitions)

@@ -27,6 +27,13 @@ func TestStoreOutageAcksNothingAndRecovers(t *testing.T) {
 		}
 		return objectio.FaultNone
 	})}
+	checkOutageRecovery(t, store, func() { down.Store(true) }, func() { down.Store(false) })
+}
+
+// checkOutageRecovery runs a broker on store and an idempotent producer
+// through an outage made by stop and ended by start.
+func checkOutageRecovery(t *testing.T, store objectio.Store, stop, start func()) {
+	var down atomic.Bool
 	sa := startBroker(t, store, Config{})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(sa.Addr()), kgo.DefaultProduceTopic("outage"),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
@@ -66,10 +73,11 @@ func TestStoreOutageAcksNothingAndRecovers(t *testing.T) {
 	produce(0, 300)
 	wg.Wait()
 	down.Store(true)
+	stop()
 	produce(300, 600) // retried by the client until the store is back
 
 	// A produce request of its own gets a retriable error, in bounded time.
-	start := time.Now()
+	began := time.Now()
 	resp, err := produceRequest("outage", map[int32][]byte{0: codectest.Batch(codectest.BatchSpec{Records: 1})}).RequestWith(ctx, rawClient(t, sa.Addr()))
 	if err != nil {
 		t.Fatal(err)
@@ -78,11 +86,12 @@ func TestStoreOutageAcksNothingAndRecovers(t *testing.T) {
 	if e := kerr.ErrorForCode(code); !kerr.IsRetriable(e) {
 		t.Errorf("produce during the outage: %v, want a retriable error", e)
 	}
-	t.Logf("produce during the outage answered %v after %v", kerr.ErrorForCode(code), time.Since(start).Round(time.Millisecond))
+	t.Logf("produce during the outage answered %v after %v", kerr.ErrorForCode(code), time.Since(began).Round(time.Millisecond))
 	time.Sleep(time.Second)
 	mu.Lock()
 	during := len(acked)
 	mu.Unlock()
+	start()
 	down.Store(false)
 	wg.Wait()
 	produce(600, 900)

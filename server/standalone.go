@@ -42,6 +42,10 @@ func StartStandalone(ctx context.Context, store objectio.Store, listen string, c
 		p, _ := strconv.Atoi(port)
 		cfg.AdvertiseHost, cfg.AdvertisePort = host, int32(p)
 	}
+	// Refuse a store that would let two sequencers both extend the log.
+	if err := objectio.CheckConditionalCreate(ctx, store); err != nil {
+		return nil, fmt.Errorf("store check: %w", err)
+	}
 	n, err := node.Start(ctx, store, node.Config{Name: cfg.AgentID, Addr: listen, Logger: cfg.Logger,
 		Groups: group.Config{InitialRebalanceDelay: max(cfg.GroupInitialRebalanceDelay, 0)}})
 	if err != nil {

@@ -77,9 +77,9 @@ func serve(args []string) error {
 	defer stop()
 	sa, err := server.StartStandalone(ctx, st, *listen, cfg)
 	if err != nil {
-		return err
+		return explainStoreError(err, *store)
 	}
-	log.Info("sluice serving", "kafka", sa.Addr(), "store", *store, "flush_window", *flushWindow)
+	log.Info("sluice serving", "kafka", sa.Addr(), "store", objectio.RedactStoreURL(*store), "flush_window", *flushWindow)
 	if *adminAddr != "" {
 		go serveAdmin(*adminAddr, sa, log)
 	}
@@ -133,4 +133,19 @@ func noneIfZero(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// explainStoreError turns the store errors a user can fix into a sentence
+// saying what to fix.
+func explainStoreError(err error, storeURL string) error {
+	where := objectio.RedactStoreURL(storeURL)
+	switch {
+	case errors.Is(err, objectio.ErrBucketMissing):
+		return fmt.Errorf("the bucket of %s does not exist: create it first (%w)", where, err)
+	case errors.Is(err, objectio.ErrCredentials):
+		return fmt.Errorf("the store %s refused our credentials: check access_key/secret_key or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (%w)", where, err)
+	case errors.Is(err, objectio.ErrConditionalCreateIgnored):
+		return fmt.Errorf("the store %s ignores If-None-Match: * on PUT, so two sequencers could both extend the metadata log; use a store that honours conditional writes (AWS S3, R2, MinIO, versitygw) (%w)", where, err)
+	}
+	return err
 }
