@@ -316,6 +316,10 @@ func (s *Sequencer) decideQueue() {
 	for _, req := range reqs {
 		var body any
 		body, ops = s.decide(index, req.Body, ops)
+		if _, commit := body.(*kmsg.OffsetCommitResponse); commit && bugs.On(bugs.CommitAckBeforeDurable) {
+			s.ready.Replies = append(s.ready.Replies, Reply{ID: req.ID, Body: body, Entry: index}) // planted
+			continue
+		}
 		replies = append(replies, Reply{ID: req.ID, Body: body})
 	}
 	if len(ops) == 0 {

@@ -5,9 +5,11 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedb/sluice/codec"
 	"github.com/sluicedb/sluice/sequencer"
+	"github.com/sluicedb/sluice/sequencer/group"
 	"github.com/sluicedb/sluice/server/core"
 )
 
@@ -290,4 +292,25 @@ func (a *AgentProc) fetch(topic string, partition int32, offset int64, done func
 	if missing == 0 {
 		finish()
 	}
+}
+
+// group forwards a consumer-group request to the active sequencer, where
+// the coordinator lives, as the real agent does.
+func (a *AgentProc) group(client string, req kmsg.Request, done func(kmsg.Response)) {
+	seq := a.w.activeSequencer()
+	if seq == nil {
+		return // the member times out and retries
+	}
+	var body any = req
+	if join, ok := req.(*kmsg.JoinGroupRequest); ok {
+		body = &sequencer.JoinGroup{Client: group.Client{ID: client, Host: "/" + client}, Req: join}
+	}
+	inc := a.inc
+	a.w.net.Send(a, seq, "group "+kmsg.NameForKey(req.Key()), func() {
+		seq.submit(a, body, func(reply any) {
+			if a.up && a.inc == inc {
+				done(reply.(kmsg.Response))
+			}
+		})
+	})
 }

@@ -4,24 +4,36 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/sluicedb/sluice/sequencer"
 )
 
 // Checker judges a run's history against DESIGN.md's invariants and the
 // anomalies Jepsen reports for Kafka:
+//
 //   - lost write: an acknowledged record is not readable at its offset;
+//
 //   - duplicate: one record readable at two offsets (invariant 3);
+//
 //   - inconsistent offsets: two records at one offset, a gap in a
 //     partition's offsets, or an ack at a different offset than it is read
 //     at (invariants 1 and 2);
+//
 //   - non-monotonic poll and poll skip, as the consumers see them;
+//
 //   - a high watermark that goes back (invariant 4);
+//
 //   - a sequencer reply that rests on a log entry it did not write
 //     (invariant 6: a fenced sequencer acknowledges nothing).
 //
-// Invariant 5 (committed group offsets) joins when consumer groups do.
+//   - an acknowledged offset commit that a later read does not see, or
+//     committed offsets that go back (invariant 5).
 type Checker struct {
-	w          *World
+	w *World
+	// commits[p] is the highest offset of partition p whose commit by the
+	// group was acknowledged: committed offsets never go back below it.
+	commits    map[int32]int64
 	violations []string
 	tried      map[string]bool
 	acks       map[string]loc
@@ -35,7 +47,7 @@ type loc struct {
 }
 
 func newChecker(w *World) *Checker {
-	return &Checker{w: w, tried: map[string]bool{}, acks: map[string]loc{}, readAt: map[loc]string{}, readOf: map[string]loc{}}
+	return &Checker{w: w, commits: map[int32]int64{}, tried: map[string]bool{}, acks: map[string]loc{}, readAt: map[loc]string{}, readOf: map[string]loc{}}
 }
 
 func (c *Checker) violation(format string, args ...any) {
@@ -76,6 +88,39 @@ func (c *Checker) read(id string, p int32, off int64) {
 	c.readAt[l], c.readOf[id] = id, l
 }
 
+// commitAcked records an acknowledged offset commit of the group.
+func (c *Checker) commitAcked(member string, p int32, off int64) {
+	if prev, ok := c.commits[p]; ok && off < prev {
+		// Members commit what they consumed, from the committed offset on,
+		// one commit at a time: an acknowledged commit below an earlier
+		// one means an earlier one was lost.
+		c.violation("committed offsets went back: %s's commit of %d on partition %d acknowledged after %d was", member, off, p, c.commits[p])
+	}
+	c.commits[p] = max(c.commits[p], off)
+}
+
+// commitFloor is, per partition, what every committed-offset read sent
+// now must return at least.
+func (c *Checker) commitFloor(ps []int32) map[int32]int64 {
+	floor := make(map[int32]int64, len(ps))
+	for _, p := range ps {
+		if off, ok := c.commits[p]; ok {
+			floor[p] = off
+		} else {
+			floor[p] = -1 // nothing acknowledged: never committed is fine
+		}
+	}
+	return floor
+}
+
+// committedRead checks a committed offset read against the acknowledged
+// commits made before the read was sent (invariant 5).
+func (c *Checker) committedRead(member string, p int32, got, floor int64) {
+	if got < floor {
+		c.violation("lost commit: %s read committed offset %d for partition %d, but %d was acknowledged before it asked", member, got, p, floor)
+	}
+}
+
 // sequencerReply checks invariant 6 when a sequencer sends a reply: the
 // entry it rests on must be in the store, written by this sequencer
 // incarnation. A fenced or over-eager sequencer fails this.
@@ -105,6 +150,14 @@ func successful(body any) bool {
 		return b.Err == 0
 	case *sequencer.TopicReply:
 		return b.Err == 0
+	case *kmsg.OffsetCommitResponse:
+		for _, t := range b.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode == 0 {
+					return true
+				}
+			}
+		}
 	}
 	return false
 }

@@ -200,10 +200,17 @@ func (c *Consumer) onFetch(a *AgentProc, p int32, offset int64, r fetchResult) {
 }
 
 func (c *Consumer) readBatch(p int32, raw []byte) {
+	c.pos[p] = readRecords(c.w, c.name, p, raw, c.pos[p])
+}
+
+// readRecords checks and records the records of one fetched batch for a
+// reader at position pos, and returns its new position. A batch may begin
+// before pos; past pos the offsets must follow on exactly.
+func readRecords(w *World, reader string, p int32, raw []byte, pos int64) int64 {
 	var rb kmsg.RecordBatch
 	if err := rb.ReadFrom(raw); err != nil {
-		c.w.check.violation("%s: undecodable batch on partition %d: %v", c.name, p, err)
-		return
+		w.check.violation("%s: undecodable batch on partition %d: %v", reader, p, err)
+		return pos
 	}
 	in := rb.Records
 	for i := int32(0); i < rb.NumRecords; i++ {
@@ -211,18 +218,19 @@ func (c *Consumer) readBatch(p int32, raw []byte) {
 		total := used + int(length)
 		var rec kmsg.Record
 		if used == 0 || length < 0 || len(in) < total || rec.ReadFrom(in[:total]) != nil {
-			c.w.check.violation("%s: undecodable record %d of a batch on partition %d", c.name, i, p)
-			return
+			w.check.violation("%s: undecodable record %d of a batch on partition %d", reader, i, p)
+			return pos
 		}
 		in = in[total:]
 		off := rb.FirstOffset + int64(rec.OffsetDelta)
 		switch {
-		case off < c.pos[p]:
+		case off < pos:
 			continue // the batch began before our position
-		case off > c.pos[p]:
-			c.w.check.violation("%s: poll skip on partition %d: expected offset %d, got %d", c.name, p, c.pos[p], off)
+		case off > pos:
+			w.check.violation("%s: poll skip on partition %d: expected offset %d, got %d", reader, p, pos, off)
 		}
-		c.w.check.read(string(rec.Value), p, off)
-		c.pos[p] = off + 1
+		w.check.read(string(rec.Value), p, off)
+		pos = off + 1
 	}
+	return pos
 }

@@ -14,11 +14,13 @@ import (
 // Config is one run's topology and fault rates: data, drawn from the seed.
 type Config struct {
 	Agents, Sequencers, Producers, Consumers, Partitions int
+	Members                                              int // consumer-group members
 	RecordsPerProducer                                   int
 
 	FlushWindow   time.Duration
 	FlushBytes    int
 	SnapshotEvery uint64
+	GroupDelay    time.Duration // the group coordinator's initial rebalance delay
 
 	StoreLatencyMin, StoreLatencyMax time.Duration
 	StoreFailBefore, StoreFailAfter  float64
@@ -38,11 +40,13 @@ func RandomConfig(rng *rand.Rand) Config {
 		Sequencers:         1 + rng.Intn(3),
 		Producers:          1 + rng.Intn(3),
 		Consumers:          1 + rng.Intn(2),
+		Members:            rng.Intn(4),
 		Partitions:         1 + rng.Intn(4),
 		RecordsPerProducer: 100 + rng.Intn(300),
 		FlushWindow:        dur(2*time.Millisecond, 50*time.Millisecond),
 		FlushBytes:         200 + rng.Intn(4000),
 		SnapshotEvery:      uint64(2 + rng.Intn(20)),
+		GroupDelay:         dur(0, 200*time.Millisecond),
 		StoreLatencyMin:    dur(time.Millisecond, 5*time.Millisecond),
 		StoreLatencyMax:    dur(5*time.Millisecond, 60*time.Millisecond),
 		StoreFailBefore:    rng.Float64() * 0.1,
@@ -136,6 +140,11 @@ func (w *World) setup() {
 	for _, c := range w.consumers {
 		w.after(w.between(0, 50*time.Millisecond), c.name+" starts", c.loop)
 	}
+	for i := 0; i < w.cfg.Members; i++ {
+		m := &Member{w: w, name: fmt.Sprintf("member%d", i)}
+		w.members = append(w.members, m)
+		w.after(w.between(0, 500*time.Millisecond), m.name+" starts", m.start)
+	}
 	w.after(w.between(w.cfg.FaultEvery/2, w.cfg.FaultEvery*3/2), "fault", w.injectFault)
 	w.after(w.cfg.Safety, "liveness phase", w.startLiveness)
 	w.after(watchdogEvery, "watchdog", w.watchdog)
@@ -218,7 +227,17 @@ func (w *World) injectFault() {
 				break
 			}
 		}
-	case r < 0.75:
+	case r < 0.65 && len(w.members) > 0:
+		m := w.members[w.rng.Intn(len(w.members))]
+		if m.up {
+			m.crash()
+			w.after(w.between(10*time.Millisecond, time.Second), m.name+" restarts", func() {
+				if !m.up {
+					m.start()
+				}
+			})
+		}
+	case r < 0.8:
 		procs := w.allProcs()
 		a, b := procs[w.rng.Intn(len(procs))], procs[w.rng.Intn(len(procs))]
 		if a.Name() != b.Name() {
@@ -250,6 +269,9 @@ func (w *World) allProcs() []proc {
 	for _, c := range w.consumers {
 		out = append(out, c)
 	}
+	for _, m := range w.members {
+		out = append(out, m)
+	}
 	return out
 }
 
@@ -265,6 +287,11 @@ func (w *World) startLiveness() {
 			a.start()
 		}
 	}
+	for _, m := range w.members {
+		if !m.up {
+			m.start()
+		}
+	}
 	w.livenessCheck()
 }
 
@@ -278,6 +305,7 @@ func (w *World) livenessCheck() {
 			hwm[i] = seq.seq.State().Partition(topic, int32(i)).Next
 		}
 		w.check.final(hwm)
+		w.checkGroup(seq.seq.State())
 		w.stopped = true
 		return
 	}
@@ -302,7 +330,43 @@ func (w *World) finished(st *sequencer.State) bool {
 			}
 		}
 	}
+	return w.groupSettled(st)
+}
+
+// groupSettled reports whether every member is stable in one generation,
+// together holding every partition once, with everything committed.
+func (w *World) groupSettled(st *sequencer.State) bool {
+	if len(w.members) == 0 {
+		return true
+	}
+	held := map[int32]int{}
+	gen := w.members[0].generation
+	hwm := func(p int32) int64 { return st.Partition(topic, p).Next }
+	for _, m := range w.members {
+		if !m.caughtUp(hwm) || m.generation != gen {
+			return false
+		}
+		for _, p := range m.assigned {
+			held[p]++
+		}
+	}
+	for p := 0; p < w.cfg.Partitions; p++ {
+		if held[int32(p)] != 1 {
+			return false
+		}
+	}
 	return true
+}
+
+// checkGroup checks, at the end, that the acknowledged commits are in the
+// durable state (invariant 5).
+func (w *World) checkGroup(st *sequencer.State) {
+	for p, off := range w.check.commits {
+		got, ok := st.Committed(groupName, topic, p)
+		if !ok || got.Offset < off {
+			w.check.violation("lost commit: partition %d's committed offset is %v (present %v) after %d was acknowledged", p, got.Offset, ok, off)
+		}
+	}
 }
 
 func (w *World) pending() string {
@@ -319,6 +383,9 @@ func (w *World) pending() string {
 	}
 	for _, c := range w.consumers {
 		s += fmt.Sprintf("%s at %v; ", c.name, c.pos)
+	}
+	for _, m := range w.members {
+		s += fmt.Sprintf("%v up=%v stable=%v committed=%v; ", m, m.up, m.stable, m.committed)
 	}
 	return s
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicedb/sluice/objectio"
 	"github.com/sluicedb/sluice/sequencer"
+	"github.com/sluicedb/sluice/sequencer/group"
 )
 
 // SeqProc is one sequencer process: the real sequencer.Sequencer, recovered
@@ -42,7 +43,7 @@ func (p *SeqProc) start() {
 	p.up = true
 	p.inc++
 	p.writer = p.writerName()
-	p.seq = sequencer.New(sequencer.Config{Writer: p.writer, SnapshotEvery: p.w.cfg.SnapshotEvery})
+	p.seq = p.newSequencer()
 	p.pending = map[uint64]pendingReq{}
 	p.subs, p.joining = nil, nil
 	p.w.logf("%s starts (incarnation %d)", p.name, p.inc)
@@ -60,6 +61,7 @@ func (p *SeqProc) heartbeat(inc int) {
 		if !p.up || p.inc != inc {
 			return
 		}
+		p.seq.Tick(p.w.clock()) // group sessions and rebalances
 		if p.seq.Active() {
 			durable := p.seq.State().Index
 			if p.seq.InFlight() {
@@ -71,7 +73,13 @@ func (p *SeqProc) heartbeat(inc int) {
 			}
 		}
 		p.heartbeat(inc)
+		p.pump()
 	})
+}
+
+func (p *SeqProc) newSequencer() *sequencer.Sequencer {
+	return sequencer.New(sequencer.Config{Writer: p.writer, SnapshotEvery: p.w.cfg.SnapshotEvery,
+		Groups: group.Config{MinSessionTimeout: 100 * time.Millisecond, InitialRebalanceDelay: p.w.cfg.GroupDelay}})
 }
 
 // crash loses everything in memory; requests in flight in the store still
@@ -95,7 +103,7 @@ func (p *SeqProc) recover() {
 		p.w.logf("%s recovery retries: %s", p.name, why)
 		p.w.after(p.w.between(5*time.Millisecond, 50*time.Millisecond), p.name+" recovery retry", func() {
 			if alive() {
-				p.seq = sequencer.New(sequencer.Config{Writer: p.writer, SnapshotEvery: p.w.cfg.SnapshotEvery})
+				p.seq = p.newSequencer()
 				p.recover()
 			}
 		})
@@ -169,6 +177,7 @@ func (p *SeqProc) submit(from *AgentProc, body any, fn func(reply any)) {
 	}
 	p.nextID++
 	p.pending[p.nextID] = pendingReq{agent: from, fn: fn}
+	p.seq.Tick(p.w.clock())
 	p.seq.Step(sequencer.Request{ID: p.nextID, Body: body})
 	p.pump()
 }

@@ -44,6 +44,7 @@ type World struct {
 	agents     []*AgentProc
 	producers  []*Producer
 	consumers  []*Consumer
+	members    []*Member
 	check      *Checker
 	ops        int64                    // client operations (produce and fetch attempts)
 	paused     map[string]time.Duration // process → paused until (a GC stall)

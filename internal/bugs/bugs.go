@@ -25,11 +25,14 @@ const (
 	IgnoreLogAfterSnapshot
 	// FencedKeepsAcking lets a fenced sequencer treat another's entry as its own.
 	FencedKeepsAcking
+	// CommitAckBeforeDurable acknowledges an offset commit as soon as it
+	// is decided, before its log entry is durable.
+	CommitAckBeforeDurable
 	count
 )
 
 var names = [...]string{"none", "ack-before-durable", "ambiguous-as-failed", "skip-idempotence",
-	"wrong-base-offset", "ignore-log-after-snapshot", "fenced-keeps-acking"}
+	"wrong-base-offset", "ignore-log-after-snapshot", "fenced-keeps-acking", "commit-ack-before-durable"}
 
 func (b Bug) String() string {
 	if b < 0 || b >= count {
