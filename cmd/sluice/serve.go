@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -32,6 +33,8 @@ func serve(args []string) error {
 	maxRequestBytes := fs.Int("max-request-bytes", 100<<20, "larger request frames close the connection")
 	groupDelay := fs.Duration("group-initial-rebalance-delay", 3*time.Second, "how long a new consumer group waits for more members before its first rebalance (Kafka's group.initial.rebalance.delay.ms)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	s3AccessKey := fs.String("s3-access-key", "", "S3 access key (else access_key in --store, SLUICE_S3_ACCESS_KEY, AWS_ACCESS_KEY_ID or the AWS chain)")
+	s3SecretKey := fs.String("s3-secret-key", "", "S3 secret key (else secret_key in --store, SLUICE_S3_SECRET_KEY, AWS_SECRET_ACCESS_KEY or the AWS chain)")
 	storeLatency := fs.String("store-latency", "", "testing: add this latency to every store request, e.g. 30ms-70ms")
 	storeErrorRate := fs.Float64("store-error-rate", 0, "testing: fraction of store requests that fail without happening")
 	storeLostRate := fs.Float64("store-lost-response-rate", 0, "testing: fraction of store requests that happen but report an error")
@@ -45,7 +48,11 @@ func serve(args []string) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
 
-	st, err := objectio.Open(*store)
+	storeURL, err := withS3Credentials(*store, *s3AccessKey, *s3SecretKey)
+	if err != nil {
+		return err
+	}
+	st, err := objectio.Open(storeURL)
 	if err != nil {
 		return err
 	}
@@ -148,4 +155,24 @@ func explainStoreError(err error, storeURL string) error {
 		return fmt.Errorf("the store %s ignores If-None-Match: * on PUT, so two sequencers could both extend the metadata log; use a store that honours conditional writes (AWS S3, R2, MinIO, versitygw) (%w)", where, err)
 	}
 	return err
+}
+
+// withS3Credentials adds credentials given as flags to an s3:// store URL.
+func withS3Credentials(store, access, secret string) (string, error) {
+	if access == "" && secret == "" {
+		return store, nil
+	}
+	u, err := url.Parse(store)
+	if err != nil || u.Scheme != "s3" {
+		return "", fmt.Errorf("--s3-access-key and --s3-secret-key need an s3:// --store")
+	}
+	q := u.Query()
+	if access != "" {
+		q.Set("access_key", access)
+	}
+	if secret != "" {
+		q.Set("secret_key", secret)
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), nil
 }
