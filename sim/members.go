@@ -298,6 +298,7 @@ func (m *Member) commitLoop(inc int) {
 		return
 	}
 	req.Topics = []kmsg.OffsetCommitRequestTopic{rt}
+	m.w.logf("%s commits %v in generation %d", m.name, sent, m.generation)
 	m.committing = true
 	answered := false
 	m.request(req, func(r kmsg.Response) {

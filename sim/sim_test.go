@@ -84,6 +84,8 @@ func TestRegressionSeeds(t *testing.T) {
 		{706, "an agent whose last update was lost never noticed it was behind (fixed: sequencer heartbeats carry the durable index)"},
 		{864, "same as 706, on another topology"},
 		{1292, "a snapshot sent by a crashed sequencer incarnation was taken as coming from its successor (fixed: stream messages carry the sender's incarnation)"},
+		{12682, "a checker bug: an offset commit acknowledged after a later one was taken for offsets going back (fixed: the floor is the highest acknowledged offset)"},
+		{6873, "same as 12682"},
 	} {
 		if r := Run(tc.seed, nil); r.Failed() {
 			t.Errorf("seed %d (%s) fails again: %s", tc.seed, tc.bug, r.Violations[0])
