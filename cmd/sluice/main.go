@@ -4,6 +4,7 @@
 //	sluice serve   agent and sequencer in one process (the laptop default)
 //	sluice sim     the deterministic simulator
 //	sluice bench   a produce load generator
+//	sluice inspect the metadata log and partition index, read from a store
 package main
 
 import (
@@ -17,6 +18,7 @@ commands:
   serve   run an agent and the sequencer in one process on one store
   sim     run the deterministic simulator (-seed N -v, or -seeds N)
   bench   produce a steady load against a broker and print produce latency
+  inspect print the metadata log and a topic's partition index from a store
 
 Run 'sluice <command> -h' for a command's flags. Every flag can also be set
 by an environment variable: --flush-window is SLUICE_FLUSH_WINDOW.
@@ -35,6 +37,8 @@ func main() {
 		err = simulate(os.Args[2:])
 	case "bench":
 		err = loadgen(os.Args[2:])
+	case "inspect":
+		err = inspect(os.Args[2:])
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return
