@@ -87,10 +87,11 @@ func (s *Sequencer) groupsWithOffsets() []string {
 	return names
 }
 
-func (s *Sequencer) decideOffsetCommit(index uint64, req *kmsg.OffsetCommitRequest, ops []Op) (any, []Op) {
+// decideOffsetCommit stores a commit's offsets. code is the membership
+// verdict CheckCommit gave it when it arrived (see Step).
+func (s *Sequencer) decideOffsetCommit(index uint64, req *kmsg.OffsetCommitRequest, code int16, ops []Op) (any, []Op) {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	resp.SetVersion(req.Version)
-	code := s.groups.CheckCommit(s.now, req.Group, req.Generation, req.MemberID, req.InstanceID)
 	op := &OffsetCommitOp{Group: req.Group}
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()

@@ -66,6 +66,9 @@ type Sequencer struct {
 	lastSnap uint64 // index of the newest snapshot written or restored
 	now      time.Time
 	groups   *group.Coordinator
+	// commitChecks is the membership verdict each queued OffsetCommit got
+	// when it arrived, by request id (see Step).
+	commitChecks map[uint64]int16
 }
 
 // inflight is the entry being appended and the replies waiting on it.
@@ -202,6 +205,18 @@ func (s *Sequencer) Step(req Request) {
 		if s.stepMembership(req) {
 			return
 		}
+		if oc, ok := req.Body.(*kmsg.OffsetCommitRequest); ok {
+			// Kafka validates a commit against the group's membership when
+			// it handles it, before the connection's next request, and
+			// Step answers membership requests at once: so validate it now,
+			// in arrival order with them. Only storing the offsets waits
+			// for the next entry. Otherwise a LeaveGroup or JoinGroup
+			// pipelined behind the commit would overtake it.
+			if s.commitChecks == nil {
+				s.commitChecks = map[uint64]int16{}
+			}
+			s.commitChecks[req.ID] = s.groups.CheckCommit(s.now, oc.Group, oc.Generation, oc.MemberID, oc.InstanceID)
+		}
 	}
 	s.queue = append(s.queue, req)
 }
@@ -303,6 +318,7 @@ func (s *Sequencer) fence() {
 		s.ready.Replies = append(s.ready.Replies, errorReply(req, kerr.NotCoordinator.Code))
 	}
 	s.queue = nil
+	s.commitChecks = nil
 }
 
 // decideQueue decides up to EntryRequestsMax queued requests into one entry.
@@ -315,7 +331,16 @@ func (s *Sequencer) decideQueue() {
 	replies := make([]Reply, 0, n)
 	for _, req := range reqs {
 		var body any
-		body, ops = s.decide(index, req.Body, ops)
+		if oc, ok := req.Body.(*kmsg.OffsetCommitRequest); ok {
+			code, checked := s.commitChecks[req.ID]
+			if !checked {
+				panic(fmt.Sprintf("sequencer: OffsetCommit request %d queued without its membership check", req.ID))
+			}
+			delete(s.commitChecks, req.ID)
+			body, ops = s.decideOffsetCommit(index, oc, code, ops)
+		} else {
+			body, ops = s.decide(index, req.Body, ops)
+		}
 		if _, commit := body.(*kmsg.OffsetCommitResponse); commit && bugs.On(bugs.CommitAckBeforeDurable) {
 			s.ready.Replies = append(s.ready.Replies, Reply{ID: req.ID, Body: body, Entry: index}) // planted
 			continue
@@ -373,8 +398,6 @@ func (s *Sequencer) decide(index uint64, body any, ops []Op) (any, []Op) {
 		return s.decideCreatePartitions(index, r, ops)
 	case *InitProducerRequest:
 		return s.decideInitProducer(index, ops)
-	case *kmsg.OffsetCommitRequest:
-		return s.decideOffsetCommit(index, r, ops)
 	case *kmsg.OffsetFetchRequest:
 		return s.decideOffsetFetch(r, ops)
 	case *kmsg.DeleteGroupsRequest:

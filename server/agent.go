@@ -139,7 +139,11 @@ func NewAgent(cfg Config, seq Sequencer, store objectio.Store) (*Agent, error) {
 		ctx:    ctx, cancel: cancel,
 	}
 	a.writer.OnCommitted = a.writeThrough
+	// The sequencer may call apply as soon as Subscribe has registered it,
+	// before Subscribe returns the replica: mu makes apply wait for it.
+	a.mu.Lock()
 	a.replica = seq.Subscribe(a.apply)
+	a.mu.Unlock()
 	return a, nil
 }
 
