@@ -139,7 +139,13 @@ func kafkaGoReadPartition(ctx context.Context, addr, topic string, part int32, e
 		MaxWait:     2 * time.Second,
 		ErrorLogger: &logged,
 	})
-	defer r.Close()
+	defer func() {
+		// Close cancels the Reader's own background requests (its lag
+		// reads), which it logs as "context canceled": that is the
+		// client shutting down, not something the broker said.
+		logged.stop()
+		r.Close()
+	}()
 	if err := r.SetOffset(0); err != nil {
 		return nil, fmt.Errorf("partition %d: set offset 0: %w", part, err)
 	}
@@ -159,16 +165,28 @@ func kafkaGoReadPartition(ctx context.Context, addr, topic string, part int32, e
 	return got, nil
 }
 
-// kafkaGoErrorLog collects what a kafka-go Reader or Writer logs as errors.
+// kafkaGoErrorLog collects what a kafka-go Reader or Writer logs as errors,
+// until stop is called.
 type kafkaGoErrorLog struct {
-	mu    sync.Mutex
-	lines []string
+	mu      sync.Mutex
+	lines   []string
+	stopped bool
 }
 
 func (l *kafkaGoErrorLog) Printf(format string, args ...any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+	if !l.stopped {
+		l.lines = append(l.lines, fmt.Sprintf(format, args...))
+	}
+}
+
+// stop ignores whatever is logged from now on: call it just before closing
+// the client.
+func (l *kafkaGoErrorLog) stop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stopped = true
 }
 
 func (l *kafkaGoErrorLog) err() error {
