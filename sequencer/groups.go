@@ -36,6 +36,7 @@ func (s *Sequencer) Tick(now time.Time) {
 	if s.role != roleActive {
 		return
 	}
+	s.probe()
 	s.groups.Tick(now)
 	s.collectGroupReplies()
 }

@@ -28,11 +28,18 @@ type Config struct {
 	EntryRequestsMax int
 	// Groups configures the consumer-group coordinator.
 	Groups group.Config
+	// ProbeEvery is how long an idle active sequencer waits before it reads
+	// the next log index to learn whether another sequencer took over.
+	// Without it, a deposed sequencer with no writes to make would go on
+	// sending heartbeats, and the agents following it would never look
+	// for the new one.
+	ProbeEvery time.Duration
 }
 
 const (
 	defaultSnapshotEvery    = 1000
 	defaultEntryRequestsMax = 4096
+	defaultProbeEvery       = 500 * time.Millisecond
 )
 
 type role int
@@ -69,6 +76,10 @@ type Sequencer struct {
 	// commitChecks is the membership verdict each queued OffsetCommit got
 	// when it arrived, by request id (see Step).
 	commitChecks map[uint64]int16
+	// lastWrite is when the last entry became durable or the last probe
+	// ended; probing is set while a probe is out.
+	lastWrite time.Time
+	probing   bool
 }
 
 // inflight is the entry being appended and the replies waiting on it.
@@ -100,10 +111,13 @@ type Update struct {
 //     Nothing is ever acknowledged before its entry is durable.
 //   - Updates must reach agent replicas in order.
 //   - Snapshot is written best effort as SnapKey(Snapshot.Index).
+//   - Probe asks the driver to read LogKey(Probe) and report ProbeDone: an
+//     idle sequencer checks that nobody else appended.
 //   - Fenced means another sequencer took over: the driver stops this one.
 type Ready struct {
 	Append   *LogWrite
 	Verify   uint64
+	Probe    uint64
 	Replies  []Reply
 	Updates  []Update
 	Snapshot *LogWrite
@@ -118,6 +132,9 @@ func New(cfg Config) *Sequencer {
 	}
 	if cfg.EntryRequestsMax <= 0 {
 		cfg.EntryRequestsMax = defaultEntryRequestsMax
+	}
+	if cfg.ProbeEvery <= 0 {
+		cfg.ProbeEvery = defaultProbeEvery
 	}
 	if cfg.Groups.NewMemberID == nil {
 		// Member ids must not repeat across sequencer incarnations: a
@@ -282,6 +299,7 @@ func (s *Sequencer) VerifyDone(index uint64, data []byte, found bool, readErr er
 func (s *Sequencer) durable() {
 	f := s.inflight
 	s.inflight = nil
+	s.lastWrite = s.now
 	if s.role == roleActivating {
 		s.role = roleActive
 	}
@@ -300,6 +318,37 @@ func (s *Sequencer) release(f *inflight) {
 		s.ready.Replies = append(s.ready.Replies, r)
 	}
 	f.replies = nil
+}
+
+// probe asks to read the next log index when the sequencer has been idle
+// for ProbeEvery.
+func (s *Sequencer) probe() {
+	if s.role != roleActive || s.probing || s.inflight != nil || len(s.queue) > 0 {
+		return
+	}
+	if s.lastWrite.IsZero() || s.now.Sub(s.lastWrite) < s.cfg.ProbeEvery {
+		if s.lastWrite.IsZero() {
+			s.lastWrite = s.now
+		}
+		return
+	}
+	s.probing = true
+	s.ready.Probe = s.state.Index + 1
+}
+
+// ProbeDone reports the read of a probed index. An entry there that this
+// sequencer did not write means another one took over: step down. If this
+// sequencer appended meanwhile, the append path finds out on its own.
+func (s *Sequencer) ProbeDone(index uint64, found bool, readErr error) {
+	if !s.probing {
+		return
+	}
+	s.probing = false
+	s.lastWrite = s.now
+	if readErr != nil || !found || s.role != roleActive || s.inflight != nil || index != s.state.Index+1 {
+		return
+	}
+	s.fence()
 }
 
 // fence steps down for good: another sequencer owns the log now. Every

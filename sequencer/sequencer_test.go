@@ -3,6 +3,7 @@ package sequencer
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -274,5 +275,48 @@ func TestTopicRequests(t *testing.T) {
 	}
 	if d.seq.State().Topics["v"] != nil {
 		t.Error("validate_only created the topic")
+	}
+}
+
+// TestIdleSequencerProbesAndStepsDownWhenDeposed: a sequencer with nothing
+// to write reads the next log index every ProbeEvery, and steps down when
+// another sequencer's entry is there; otherwise it stays active.
+func TestIdleSequencerProbesAndStepsDownWhenDeposed(t *testing.T) {
+	log := logStore{}
+	old := newDriver(t, log, "old")
+	t0 := time.Unix(1_700_000_000, 0)
+	old.seq.Tick(t0)
+	if rd := old.seq.Ready(); rd.Probe != 0 {
+		t.Fatalf("probed at once: %+v", rd)
+	}
+	old.seq.Tick(t0.Add(defaultProbeEvery - time.Millisecond))
+	if rd := old.seq.Ready(); rd.Probe != 0 {
+		t.Fatalf("probed before ProbeEvery: %+v", rd)
+	}
+	old.seq.Tick(t0.Add(defaultProbeEvery))
+	rd := old.seq.Ready()
+	if rd.Probe != old.seq.State().Index+1 {
+		t.Fatalf("probe %d, want the next index %d", rd.Probe, old.seq.State().Index+1)
+	}
+	old.seq.ProbeDone(rd.Probe, false, nil) // nobody else wrote
+	if !old.seq.Active() {
+		t.Fatal("stepped down after a probe that found nothing")
+	}
+
+	newDriver(t, log, "new") // takes over: appends its epoch entry
+	old.seq.Tick(t0.Add(3 * defaultProbeEvery))
+	rd = old.seq.Ready()
+	if rd.Probe == 0 {
+		t.Fatal("no second probe")
+	}
+	_, found := log[rd.Probe]
+	old.seq.ProbeDone(rd.Probe, found, nil)
+	if old.seq.Active() || !old.seq.Fenced() || !old.seq.Ready().Fenced {
+		t.Fatal("the deposed sequencer did not step down")
+	}
+	id := old.submit(&InitProducerRequest{ProducerID: -1})
+	old.run()
+	if r, ok := old.replies[id].(*InitProducerReply); !ok || r.Err == 0 {
+		t.Fatalf("the deposed sequencer answered %+v, want an error", old.replies[id])
 	}
 }

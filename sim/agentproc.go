@@ -9,26 +9,23 @@ import (
 
 	"github.com/sluicedb/sluice/codec"
 	"github.com/sluicedb/sluice/sequencer"
+	"github.com/sluicedb/sluice/sequencer/discovery"
 	"github.com/sluicedb/sluice/sequencer/group"
 	"github.com/sluicedb/sluice/server/core"
 )
 
 // AgentProc is one agent process: the real core.Writer for the write path,
-// core.PlanRead and core.CheckLoaded for the read path, and a replica of the
-// sequencer's state built from a snapshot plus pushed updates.
+// core.PlanRead and core.CheckLoaded for the read path, and a follow of the
+// active sequencer (the real discovery.Follower) with its state replica.
 type AgentProc struct {
 	w    *World
 	name string
 	up   bool
 	inc  int
 
-	writer  *core.Writer
-	replica *sequencer.State
-	source  *SeqProc // whose updates the replica follows
-	srcInc  int
-	early   map[uint64]sequencer.Update // updates that arrived before their turn
-	heard   uint64                      // the newest durable index a heartbeat told of
-	cache   map[string][]byte
+	writer *core.Writer
+	fl     *follow
+	cache  map[string][]byte
 }
 
 func (a *AgentProc) Name() string     { return a.name }
@@ -38,7 +35,6 @@ func (a *AgentProc) Up() bool         { return a.up }
 const (
 	putAttemptsMax = 3
 	commitTimeout  = 500 * time.Millisecond
-	resubscribeIn  = 300 * time.Millisecond
 )
 
 func (a *AgentProc) start() {
@@ -50,11 +46,11 @@ func (a *AgentProc) start() {
 			a.cache[cacheKey(c.Entry)] = c.Bytes
 		}
 	}
-	a.replica, a.source, a.early = nil, nil, map[uint64]sequencer.Update{}
 	a.cache = map[string][]byte{}
 	a.w.logf("%s starts (incarnation %d)", a.name, a.inc)
-	a.subscribe()
-	a.watchSubscription(a.inc)
+	// Agents are configured with the first sequencer's address, as
+	// `sluice agent --sequencer` is; the log tells them where it moved.
+	a.fl = newFollow(a.w, a, discovery.Config{Seed: a.w.sequencers[0].name}, nil)
 }
 
 func (a *AgentProc) crash() {
@@ -68,84 +64,17 @@ func (a *AgentProc) crash() {
 
 func cacheKey(e sequencer.IndexEntry) string { return fmt.Sprintf("%s@%d", e.Object, e.Pos) }
 
-// subscribe finds the active sequencer (as a real agent would, from the
-// newest epoch entry) and asks it for a state copy and updates.
-func (a *AgentProc) subscribe() {
-	if seq := a.w.activeSequencer(); seq != nil {
-		a.w.net.Send(a, seq, "subscribe", func() { seq.subscribe(a) })
-	}
-}
-
-// watchSubscription resubscribes whenever updates stop flowing: the source
-// died or was fenced, or an update was lost and left a gap.
-func (a *AgentProc) watchSubscription(inc int) {
-	a.w.after(resubscribeIn, a.name+" subscription check", func() {
-		if !a.up || a.inc != inc {
-			return
-		}
-		if a.source == nil || !a.source.Active() || a.source.inc != a.srcInc || a.w.activeSequencer() != a.source || len(a.early) > 0 || a.replica.Index < a.heard {
-			a.w.logf("%s resubscribes", a.name)
-			a.subscribe()
-		}
-		a.watchSubscription(inc)
-	})
-}
-
-// onSnapshot starts following from's incarnation inc (which sent it; the
-// process may have restarted since).
-func (a *AgentProc) onSnapshot(from *SeqProc, inc int, data []byte) {
-	st, err := sequencer.UnmarshalState(data)
-	if err != nil {
-		a.w.check.violation("%s got an undecodable snapshot: %v", a.name, err)
-		return
-	}
-	if a.replica != nil && st.Index < a.replica.Index {
-		a.w.logf("%s ignores an older snapshot (%d < %d)", a.name, st.Index, a.replica.Index)
-		return
-	}
-	a.replica, a.source, a.srcInc, a.early, a.heard = st, from, inc, map[uint64]sequencer.Update{}, 0
-	a.w.logf("%s follows %s from entry %d", a.name, from.name, st.Index)
-}
-
-func (a *AgentProc) onUpdate(from *SeqProc, inc int, u sequencer.Update) {
-	if a.replica == nil || from != a.source || inc != a.srcInc {
-		return
-	}
-	a.early[u.Index] = u
-	for {
-		next, ok := a.early[a.replica.Index+1]
-		if !ok {
-			break
-		}
-		delete(a.early, next.Index)
-		if err := a.replica.Apply(next.Index, next.Entry); err != nil {
-			a.w.check.violation("%s replica cannot apply entry %d: %v", a.name, next.Index, err)
-			a.crash()
-			return
-		}
-	}
-	for idx := range a.early {
-		if idx <= a.replica.Index {
-			delete(a.early, idx)
-		}
-	}
-}
-
-// onHeartbeat learns how far the source's log is durable.
-func (a *AgentProc) onHeartbeat(from *SeqProc, inc int, durable uint64) {
-	if a.replica != nil && from == a.source && inc == a.srcInc {
-		a.heard = max(a.heard, durable)
-	}
-}
+// sequencer is where requests go: the sequencer being followed, if any.
+func (a *AgentProc) sequencer() *SeqProc { return a.fl.following() }
 
 // produce is a producer's request for one batch.
 func (a *AgentProc) produce(topic string, partition int32, batch []byte, done func(sequencer.BatchResult)) {
 	fail := func(code int16) { done(sequencer.BatchResult{Err: code, BaseOffset: -1}) }
-	if a.replica == nil {
+	if a.fl.replica == nil {
 		fail(kerr.NotLeaderForPartition.Code)
 		return
 	}
-	if a.replica.Partition(topic, partition) == nil {
+	if a.fl.replica.Partition(topic, partition) == nil {
 		fail(kerr.UnknownTopicOrPartition.Code)
 		return
 	}
@@ -188,8 +117,7 @@ func (a *AgentProc) pump() {
 	}
 	for _, req := range rd.Commits {
 		key, req := req.Object, req
-		seq := a.w.activeSequencer()
-		if seq != nil {
+		if seq := a.sequencer(); seq != nil {
 			a.w.net.Send(a, seq, "commit "+key, func() {
 				seq.submit(a, req, func(reply any) {
 					if alive() {
@@ -210,7 +138,7 @@ func (a *AgentProc) pump() {
 
 // initProducer forwards InitProducerId to the sequencer.
 func (a *AgentProc) initProducer(done func(*sequencer.InitProducerReply)) {
-	seq := a.w.activeSequencer()
+	seq := a.sequencer()
 	if seq == nil {
 		return
 	}
@@ -234,12 +162,12 @@ type fetchResult struct {
 // fetch serves one partition of a Fetch: plan from the replica, then the
 // bytes from the cache or the store.
 func (a *AgentProc) fetch(topic string, partition int32, offset int64, done func(fetchResult)) {
-	if a.replica == nil {
+	if a.fl.replica == nil {
 		done(fetchResult{err: kerr.NotLeaderForPartition.Code})
 		return
 	}
 	pr := &core.PartRead{Topic: topic, Partition: partition, Offset: offset, MaxBytes: 64 << 10}
-	core.PlanRead(a.replica, []*core.PartRead{pr}, 256<<10, len(a.w.agents) > 1)
+	core.PlanRead(a.fl.replica, []*core.PartRead{pr}, 256<<10, len(a.w.agents) > 1)
 	if pr.Err != 0 {
 		done(fetchResult{err: pr.Err})
 		return
@@ -297,7 +225,7 @@ func (a *AgentProc) fetch(topic string, partition int32, offset int64, done func
 // group forwards a consumer-group request to the active sequencer, where
 // the coordinator lives, as the real agent does.
 func (a *AgentProc) group(client string, req kmsg.Request, done func(kmsg.Response)) {
-	seq := a.w.activeSequencer()
+	seq := a.sequencer()
 	if seq == nil {
 		return // the member times out and retries
 	}

@@ -129,7 +129,11 @@ func (w *World) setup() {
 		w.consumers = append(w.consumers, &Consumer{w: w, name: fmt.Sprintf("consumer%d", i),
 			pos: make([]int64, w.cfg.Partitions), hwm: make([]int64, w.cfg.Partitions)})
 	}
-	w.sequencers[0].start()
+	// The first sequencer takes over at once; the others are standbys.
+	w.sequencers[0].start(false)
+	for _, s := range w.sequencers[1:] {
+		s.start(true)
+	}
 	for _, a := range w.agents {
 		a.start()
 	}
@@ -147,41 +151,21 @@ func (w *World) setup() {
 	}
 	w.after(w.between(w.cfg.FaultEvery/2, w.cfg.FaultEvery*3/2), "fault", w.injectFault)
 	w.after(w.cfg.Safety, "liveness phase", w.startLiveness)
-	w.after(watchdogEvery, "watchdog", w.watchdog)
 }
 
-// watchdogEvery is how often the standbys check that someone is active.
-const watchdogEvery = 200 * time.Millisecond
-
-// watchdog is what standbys do in a real deployment: when no sequencer is
-// active, one takes over. A stopped one is started; failing that, one that
-// still believes it is active but no longer owns the newest epoch entry
-// steps down and takes over again.
-func (w *World) watchdog() {
-	if !w.stopped {
-		w.after(watchdogEvery, "watchdog", w.watchdog)
-	}
-	if w.activeSequencer() != nil {
-		return
-	}
+// sequencerNamed is the network's name lookup: the process behind an
+// address found in an epoch entry.
+func (w *World) sequencerNamed(name string) *SeqProc {
 	for _, s := range w.sequencers {
-		if s.up && !s.Active() {
-			return // one is recovering or taking over now
+		if s.name == name {
+			return s
 		}
 	}
-	for _, s := range w.sequencers {
-		if !s.up {
-			s.start()
-			return
-		}
-	}
-	s := w.sequencers[w.rng.Intn(len(w.sequencers))]
-	s.crash()
-	s.start()
+	return nil
 }
 
-// activeSequencer is where agents send requests: the owner of the newest
-// epoch entry, as agents find it in the log, if it is running.
+// activeSequencer is the harness's omniscient view, never the processes':
+// the owner of the newest epoch entry, if it is running and active.
 func (w *World) activeSequencer() *SeqProc {
 	for _, s := range w.sequencers {
 		if s.up && s.writer == w.store.epochOwner && s.Active() {
@@ -217,14 +201,27 @@ func (w *World) injectFault() {
 			})
 		}
 	case r < 0.4:
-		w.sequencers[w.rng.Intn(len(w.sequencers))].crash() // the watchdog brings one back
+		// A sequencer crashes; its process manager restarts it as a
+		// standby. If it was active, a standby takes over after a lease.
+		s := w.sequencers[w.rng.Intn(len(w.sequencers))]
+		if s.up {
+			s.crash()
+			w.after(w.between(10*time.Millisecond, time.Second), s.name+" restarts", func() {
+				if !s.up {
+					s.start(true)
+				}
+			})
+		}
 	case r < 0.55:
-		// A standby takes over: it recovers and appends its epoch entry,
-		// which fences whoever was active.
-		for _, s := range w.sequencers {
-			if !s.up {
-				s.start()
-				break
+		// The active sequencer is cut off from every other process but
+		// not from the store: a standby takes over while it lives on,
+		// and it must never acknowledge anything after that.
+		if s := w.activeSequencer(); s != nil {
+			d := w.between(100*time.Millisecond, 1500*time.Millisecond)
+			for _, p := range w.allProcs() {
+				if p.Name() != s.name {
+					w.net.Partition(s.name, p.Name(), d)
+				}
 			}
 		}
 	case r < 0.65 && len(w.members) > 0:
@@ -282,6 +279,11 @@ func (w *World) startLiveness() {
 	w.liveness = true
 	w.net.Heal()
 	w.paused = map[string]time.Duration{}
+	for _, s := range w.sequencers {
+		if !s.up {
+			s.start(true)
+		}
+	}
 	for _, a := range w.agents {
 		if !a.up {
 			a.start()

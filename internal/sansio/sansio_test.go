@@ -11,7 +11,7 @@ import (
 )
 
 // cores are the packages the simulator runs single-threaded in virtual time.
-var cores = []string{"../../sequencer", "../../sequencer/group", "../../server/core"}
+var cores = []string{"../../sequencer", "../../sequencer/group", "../../sequencer/discovery", "../../server/core"}
 
 // TestCoresDoNoIO enforces the sans-I/O rule: no network, files, clock,
 // randomness, locks, goroutines, gnet, aws or object store. A seed replays a

@@ -1,0 +1,138 @@
+package discovery
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/sluicedb/sluice/sequencer"
+)
+
+// EpochScan finds the newest epoch entry, and so the active sequencer's address,
+// in a few requests whatever the length of the log: it lists the snapshots,
+// lists the log entries after the newest one (at most about a snapshot
+// interval of them), reads those newest first until one holds an epoch op,
+// and if none does, reads the snapshot, whose state carries the newest epoch
+// before it.
+//
+// The driver loops: Next says what to read; it reports with Listed or Got.
+// Any storage error abandons the scan (the driver reports Failed to its
+// Follower and starts a new EpochScan later).
+type EpochScan struct {
+	stage   scanStage
+	snap    uint64   // newest snapshot index, 0 if none
+	entries []uint64 // log entries after snap, ascending
+	next    int      // index into entries of the next one to read (counting down)
+	result  sequencer.EpochOp
+}
+
+type scanStage int
+
+const (
+	listSnaps scanStage = iota
+	listLog
+	readEntries
+	readSnap
+	scanDone
+)
+
+// ScanStep is one read: a List of Prefix after StartAfter, or a Get of Key.
+type ScanStep struct {
+	List       bool
+	Prefix     string
+	StartAfter string
+	Key        string
+	Done       bool
+}
+
+// Next returns the read to do, or Done.
+func (s *EpochScan) Next() ScanStep {
+	switch s.stage {
+	case listSnaps:
+		return ScanStep{List: true, Prefix: sequencer.SnapPrefix}
+	case listLog:
+		after := ""
+		if s.snap > 0 {
+			after = sequencer.LogKey(s.snap)
+		}
+		return ScanStep{List: true, Prefix: sequencer.LogPrefix, StartAfter: after}
+	case readEntries:
+		return ScanStep{Key: sequencer.LogKey(s.entries[s.next])}
+	case readSnap:
+		return ScanStep{Key: sequencer.SnapKey(s.snap)}
+	}
+	return ScanStep{Done: true}
+}
+
+// Listed reports the keys a List returned (all pages).
+func (s *EpochScan) Listed(keys []string) {
+	switch s.stage {
+	case listSnaps:
+		for _, k := range keys {
+			if i, ok := sequencer.ParseIndexKey(k, sequencer.SnapPrefix); ok && i > s.snap {
+				s.snap = i
+			}
+		}
+		s.stage = listLog
+	case listLog:
+		for _, k := range keys {
+			if i, ok := sequencer.ParseIndexKey(k, sequencer.LogPrefix); ok && i > s.snap {
+				s.entries = append(s.entries, i)
+			}
+		}
+		slices.Sort(s.entries)
+		s.next = len(s.entries) - 1
+		s.stage = readEntries
+		s.skipIfNoEntries()
+	}
+}
+
+// Got reports the object a Get returned; found=false means it is missing,
+// which a listed entry never is (the log is never deleted from).
+func (s *EpochScan) Got(data []byte, found bool) error {
+	if !found {
+		return fmt.Errorf("discovery: %s was listed but is missing", s.Next().Key)
+	}
+	switch s.stage {
+	case readEntries:
+		e, err := sequencer.UnmarshalEntry(data)
+		if err != nil {
+			return fmt.Errorf("discovery: log entry %d: %w", s.entries[s.next], err)
+		}
+		for _, op := range e.Ops {
+			if op.Epoch != nil {
+				s.result = *op.Epoch
+				s.stage = scanDone
+				return nil
+			}
+		}
+		s.next--
+		s.skipIfNoEntries()
+	case readSnap:
+		// Only the epoch is needed, not the whole state.
+		var st struct {
+			Epoch sequencer.EpochOp `json:"epoch"`
+		}
+		if err := json.Unmarshal(data, &st); err != nil {
+			return fmt.Errorf("discovery: snapshot %d: %w", s.snap, err)
+		}
+		s.result = st.Epoch
+		s.stage = scanDone
+	}
+	return nil
+}
+
+func (s *EpochScan) skipIfNoEntries() {
+	if s.next >= 0 {
+		return
+	}
+	if s.snap > 0 {
+		s.stage = readSnap
+	} else {
+		s.stage = scanDone // an empty log: no sequencer has ever run
+	}
+}
+
+// Result is the newest epoch entry, once Next says Done. Its Addr is empty
+// when no sequencer has taken over yet.
+func (s *EpochScan) Result() sequencer.EpochOp { return s.result }

@@ -1,0 +1,102 @@
+package discovery
+
+import (
+	"testing"
+
+	"github.com/sluicedb/sluice/sequencer"
+)
+
+// runScan drives a scan over a fake store and counts its reads.
+func runScan(t *testing.T, objects map[string][]byte) (sequencer.EpochOp, int) {
+	t.Helper()
+	var sc EpochScan
+	reads := 0
+	for {
+		step := sc.Next()
+		if step.Done {
+			return sc.Result(), reads
+		}
+		reads++
+		if step.List {
+			var keys []string
+			for k := range objects {
+				if len(k) >= len(step.Prefix) && k[:len(step.Prefix)] == step.Prefix && k > step.StartAfter {
+					keys = append(keys, k)
+				}
+			}
+			sc.Listed(keys)
+			continue
+		}
+		data, ok := objects[step.Key]
+		if err := sc.Got(data, ok); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func entry(ops ...sequencer.Op) []byte {
+	return sequencer.MarshalEntry(&sequencer.Entry{Writer: "w", Ops: ops})
+}
+
+func epoch(n uint64, addr string) sequencer.Op {
+	return sequencer.Op{Epoch: &sequencer.EpochOp{Epoch: n, Owner: addr + "-x", Addr: addr}}
+}
+
+func batch() sequencer.Op {
+	return sequencer.Op{InitProducer: &sequencer.InitProducerOp{ProducerID: 1}}
+}
+
+func TestScanFindsNewestEpochEntryAfterTheSnapshot(t *testing.T) {
+	st := sequencer.NewState()
+	st.Index = 3
+	st.Epoch = sequencer.EpochOp{Epoch: 1, Addr: "a:1"}
+	objects := map[string][]byte{
+		sequencer.LogKey(1):  entry(epoch(1, "a:1")),
+		sequencer.LogKey(2):  entry(batch()),
+		sequencer.LogKey(3):  entry(batch()),
+		sequencer.SnapKey(3): st.Marshal(),
+		sequencer.LogKey(4):  entry(epoch(2, "b:1")),
+		sequencer.LogKey(5):  entry(batch()),
+		sequencer.LogKey(6):  entry(batch()),
+	}
+	got, reads := runScan(t, objects)
+	if got.Addr != "b:1" || got.Epoch != 2 {
+		t.Fatalf("got %+v, want epoch 2 at b:1", got)
+	}
+	// Two lists, then entries 6, 5, 4: never the ones before the snapshot.
+	if reads != 5 {
+		t.Fatalf("%d reads, want 5", reads)
+	}
+}
+
+func TestScanFallsBackToTheSnapshotsEpoch(t *testing.T) {
+	st := sequencer.NewState()
+	st.Index = 2
+	st.Epoch = sequencer.EpochOp{Epoch: 7, Addr: "c:1"}
+	objects := map[string][]byte{
+		sequencer.LogKey(1):  entry(epoch(7, "c:1")),
+		sequencer.LogKey(2):  entry(batch()),
+		sequencer.SnapKey(2): st.Marshal(),
+		sequencer.LogKey(3):  entry(batch()),
+	}
+	if got, _ := runScan(t, objects); got.Addr != "c:1" || got.Epoch != 7 {
+		t.Fatalf("got %+v, want epoch 7 at c:1", got)
+	}
+}
+
+func TestScanOfEmptyLogFindsNobody(t *testing.T) {
+	if got, _ := runScan(t, map[string][]byte{}); got.Addr != "" {
+		t.Fatalf("got %+v on an empty log", got)
+	}
+}
+
+func TestScanRejectsAMissingListedEntry(t *testing.T) {
+	var sc EpochScan
+	sc.Next()
+	sc.Listed(nil)
+	sc.Next()
+	sc.Listed([]string{sequencer.LogKey(1)})
+	if err := sc.Got(nil, false); err == nil {
+		t.Fatal("a listed entry that is missing was accepted")
+	}
+}
