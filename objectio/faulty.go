@@ -84,6 +84,9 @@ type Faulty struct {
 	// Latency, if set, delays every call by a drawn duration before it is
 	// made, as a remote store's round trip would.
 	Latency *Latency
+	// PutLatency, if set, delays PUTs further, before they happen: a test
+	// holds one process's writes back while others go ahead.
+	PutLatency *Latency
 }
 
 var _ Store = Faulty{}
@@ -102,6 +105,7 @@ func injected(fault Fault, op Op, key string) error {
 
 // Put implements Store.
 func (f Faulty) Put(ctx context.Context, key string, data []byte, opt PutOptions) error {
+	f.PutLatency.wait()
 	fault := f.fault(OpPut, key)
 	if fault == FaultBefore {
 		return injected(fault, OpPut, key)

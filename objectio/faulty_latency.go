@@ -58,6 +58,7 @@ func (l *Latency) wait() {
 // FaultyConfig is the faulty wrapper as flags describe it.
 type FaultyConfig struct {
 	Latency          string  // "30ms-70ms"
+	PutLatency       string  // more, for PUTs only, before they happen
 	ErrorRate        float64 // calls that fail without happening
 	LostResponseRate float64 // calls that happen but report an error
 	Seed             uint64
@@ -65,7 +66,7 @@ type FaultyConfig struct {
 
 // Enabled reports whether the config injects anything.
 func (c FaultyConfig) Enabled() bool {
-	return c.Latency != "" || c.ErrorRate > 0 || c.LostResponseRate > 0
+	return c.Latency != "" || c.PutLatency != "" || c.ErrorRate > 0 || c.LostResponseRate > 0
 }
 
 // WrapFaulty wraps inner as c says, or returns inner when c injects nothing.
@@ -77,10 +78,14 @@ func WrapFaulty(inner Store, c FaultyConfig) (Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	putLat, err := ParseLatency(c.PutLatency, c.Seed+2)
+	if err != nil {
+		return nil, err
+	}
 	if c.ErrorRate < 0 || c.LostResponseRate < 0 || c.ErrorRate+c.LostResponseRate > 1 {
 		return nil, fmt.Errorf("error rate %v and lost-response rate %v must be probabilities that sum to at most 1", c.ErrorRate, c.LostResponseRate)
 	}
 	rate := FaultRate{BeforeProb: c.ErrorRate, AfterProb: c.LostResponseRate}
 	inj := NewRandomInjector(rand.New(rand.NewPCG(c.Seed, c.Seed+1)), map[Op]FaultRate{OpPut: rate, OpGet: rate, OpList: rate, OpDelete: rate})
-	return Faulty{Inner: inner, Injector: inj, Latency: lat}, nil
+	return Faulty{Inner: inner, Injector: inj, Latency: lat, PutLatency: putLat}, nil
 }

@@ -94,8 +94,12 @@ type Store interface {
 // listing that changes while it runs is seen as S3 would show it: each page
 // is a fresh look.
 func ListAll(ctx context.Context, s Store, prefix string) ([]ObjectInfo, error) {
+	return ListAfter(ctx, s, prefix, "")
+}
+
+// ListAfter is ListAll of the keys strictly after startAfter.
+func ListAfter(ctx context.Context, s Store, prefix, startAfter string) ([]ObjectInfo, error) {
 	var all []ObjectInfo
-	startAfter := ""
 	for {
 		page, err := s.List(ctx, prefix, startAfter, 0)
 		if err != nil {

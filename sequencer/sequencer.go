@@ -660,3 +660,8 @@ func errorReplyFor(r Reply, code int16) Reply {
 		return errorReply(Request{ID: r.ID}, code)
 	}
 }
+
+// ErrorReplyBody is the reply to a request body that failed with code, for
+// drivers that must answer a request the sequencer never saw (its link to the
+// agent broke, say).
+func ErrorReplyBody(body any, code int16) any { return errorReply(Request{Body: body}, code).Body }

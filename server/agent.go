@@ -11,6 +11,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
@@ -30,9 +31,13 @@ type Sequencer interface {
 	// Submit sends a request body; done gets the reply body once it is
 	// durable. done must not block.
 	Submit(body any, done func(any))
-	// Subscribe returns a copy of the durable state and then calls fn with
-	// every later durable entry, in order.
-	Subscribe(fn func(sequencer.Update)) *sequencer.State
+	// Follow calls onState with a copy of the durable state, then onUpdate
+	// with every later durable entry, in order, from one goroutine at a
+	// time. A remote sequencer calls onState again whenever the agent
+	// resubscribes (to the same sequencer or its successor): the agent
+	// replaces its replica then. Follow returns once onState has run, or
+	// when it never will (the sequencer was closed).
+	Follow(onState func(*sequencer.State), onUpdate func(sequencer.Update))
 }
 
 // Config configures an agent. Zero values take the defaults below.
@@ -139,18 +144,45 @@ func NewAgent(cfg Config, seq Sequencer, store objectio.Store) (*Agent, error) {
 		ctx:    ctx, cancel: cancel,
 	}
 	a.writer.OnCommitted = a.writeThrough
-	// The sequencer may call apply as soon as Subscribe has registered it,
-	// before Subscribe returns the replica: mu makes apply wait for it.
-	a.mu.Lock()
-	a.replica = seq.Subscribe(a.apply)
-	a.mu.Unlock()
+	seq.Follow(a.reset, a.apply)
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.replica == nil {
+		cancel()
+		c.Close()
+		return nil, errors.New("agent: the sequencer closed before it sent its state")
+	}
 	return a, nil
+}
+
+// reset replaces the replica with a state the sequencer sent on a
+// (re)subscription. A sequencer that took over recovered every durable
+// entry, so its state is never older than the replica, which holds only
+// durable entries; an older one would be a bug, and is not served.
+func (a *Agent) reset(st *sequencer.State) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.replica != nil && st.Index < a.replica.Index {
+		a.log.Error("sequencer sent a state older than the replica; keeping the replica", "state", st.Index, "replica", a.replica.Index)
+		return
+	}
+	a.replica = st
+	close(a.changed)
+	a.changed = make(chan struct{})
 }
 
 // apply applies a durable entry to the replica and wakes long polls.
 func (a *Agent) apply(u sequencer.Update) {
 	a.mu.Lock()
-	if u.Index <= a.replica.Index {
+	if a.replica == nil || u.Index <= a.replica.Index {
+		a.mu.Unlock()
+		return
+	}
+	if u.Index != a.replica.Index+1 {
+		// Updates from a remote sequencer come in order on one connection
+		// after its state; a gap means a bug in the link. The replica
+		// stays behind until the link resubscribes.
+		a.log.Error("update out of order; ignored", "update", u.Index, "replica", a.replica.Index)
 		a.mu.Unlock()
 		return
 	}

@@ -1,7 +1,9 @@
 // Command sluice runs Sluice, a Kafka-compatible streaming log whose brokers
 // own no disks.
 //
-//	sluice serve   agent and sequencer in one process (the laptop default)
+//	sluice serve     agent and sequencer in one process (the laptop default)
+//	sluice sequencer the sequencer alone, active or standby (distributed mode)
+//	sluice agent     a stateless agent following the sequencer (distributed mode)
 //	sluice sim     the deterministic simulator
 //	sluice bench   a produce load generator
 //	sluice inspect the metadata log and partition index, read from a store
@@ -15,7 +17,9 @@ import (
 const usage = `usage: sluice <command> [flags]
 
 commands:
-  serve   run an agent and the sequencer in one process on one store
+  serve     run an agent and the sequencer in one process on one store
+  sequencer run the sequencer alone (--standby: follow, take over when it is gone)
+  agent     run a stateless agent that follows the active sequencer
   sim     run the deterministic simulator (-seed N -v, or -seeds N)
   bench   produce a steady load against a broker and print produce latency
   inspect print the metadata log and a topic's partition index from a store
@@ -33,6 +37,10 @@ func main() {
 	switch os.Args[1] {
 	case "serve":
 		err = serve(os.Args[2:])
+	case "sequencer":
+		err = runSequencer(os.Args[2:])
+	case "agent":
+		err = runAgent(os.Args[2:])
 	case "sim":
 		err = simulate(os.Args[2:])
 	case "bench":

@@ -11,11 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicedb/sluice/objectio"
 	"github.com/sluicedb/sluice/sequencer"
+	"github.com/sluicedb/sluice/sequencer/discovery"
 	"github.com/sluicedb/sluice/sequencer/group"
 )
 
@@ -43,6 +46,8 @@ type Node struct {
 	subs    []*subscriber
 	joining []*subscriber // wait for a moment with no entry in flight
 	fenced  chan struct{}
+	// lastAcked is the newest entry a released reply rested on.
+	lastAcked uint64
 
 	kick   chan struct{}
 	ctx    context.Context
@@ -52,23 +57,39 @@ type Node struct {
 
 type subscriber struct {
 	fn    func(sequencer.Update)
-	from  uint64 // updates at or below this index are already in the copy
+	gone  atomic.Bool // unsubscribed: skip
+	from  uint64      // updates at or below this index are already in the copy
 	ready chan *sequencer.State
 }
 
 // Start recovers the sequencer from the store, appends its epoch entry and
 // returns once it is active.
 func Start(ctx context.Context, store objectio.Store, cfg Config) (*Node, error) {
+	return StartFrom(ctx, store, cfg, nil)
+}
+
+// StartFrom is Start for a standby that followed the active sequencer: it
+// starts from replica (a copy of the durable state it was sent, which it
+// must not use afterwards) and replays only the entries after it. A nil
+// replica recovers from the newest snapshot.
+func StartFrom(ctx context.Context, store objectio.Store, cfg Config, replica *sequencer.State) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	writer := cfg.Name + "-" + nonce()
 	seq := sequencer.New(sequencer.Config{Writer: writer, Addr: cfg.Addr, SnapshotEvery: cfg.SnapshotEvery, Groups: cfg.Groups})
-	next, err := Recover(ctx, store, seq)
+	var next uint64
+	var err error
+	if replica != nil {
+		seq.Restore(replica)
+		next, err = replay(ctx, store, seq, replica.Index+1)
+	} else {
+		next, err = Recover(ctx, store, seq)
+	}
 	if err != nil {
 		return nil, err
 	}
-	cfg.Logger.Info("sequencer recovered", "entries", next-1, "writer", writer)
+	cfg.Logger.Info("sequencer recovered", "entries", next-1, "writer", writer, "from_replica", replica != nil)
 	seq.Activate()
 	runCtx, cancel := context.WithCancel(context.Background())
 	n := &Node{
@@ -123,7 +144,13 @@ func Recover(ctx context.Context, store objectio.Store, seq *sequencer.Sequencer
 		from = idx
 		break
 	}
-	for index := from + 1; ; index++ {
+	return replay(ctx, store, seq, from+1)
+}
+
+// replay applies the log from index on, up to the first missing entry, and
+// returns that entry's index.
+func replay(ctx context.Context, store objectio.Store, seq *sequencer.Sequencer, from uint64) (uint64, error) {
+	for index := from; ; index++ {
 		data, err := store.Get(ctx, sequencer.LogKey(index), 0, -1)
 		if errors.Is(err, objectio.ErrNotFound) {
 			return index, nil
@@ -151,15 +178,49 @@ func (n *Node) Submit(body any, done func(any)) {
 }
 
 // Subscribe returns a copy of the durable state and calls fn, in order and
-// from one goroutine, with every entry made durable after it.
-func (n *Node) Subscribe(fn func(sequencer.Update)) *sequencer.State {
+// from one goroutine, with every entry made durable after it, until cancel
+// is called. fn must not block: it holds up every other subscriber.
+func (n *Node) Subscribe(fn func(sequencer.Update)) (st *sequencer.State, cancel func()) {
 	s := &subscriber{fn: fn, ready: make(chan *sequencer.State, 1)}
 	n.mu.Lock()
 	n.joining = append(n.joining, s)
 	n.mu.Unlock()
 	n.poke()
-	return <-s.ready
+	select {
+	case st = <-s.ready:
+	case <-n.ctx.Done():
+		return nil, func() {}
+	}
+	return st, func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		s.gone.Store(true)
+		n.subs = slices.DeleteFunc(n.subs, func(x *subscriber) bool { return x == s })
+	}
 }
+
+// Follow is the agent's view of an in-process sequencer (server.Sequencer):
+// onState gets the state once, then onUpdate every later entry.
+func (n *Node) Follow(onState func(*sequencer.State), onUpdate func(sequencer.Update)) {
+	st, _ := n.Subscribe(onUpdate)
+	if st != nil {
+		onState(st)
+	}
+}
+
+// Durable is the index of the newest durable entry.
+func (n *Node) Durable() uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	d := n.seq.State().Index
+	if n.seq.InFlight() {
+		d--
+	}
+	return d
+}
+
+// Active reports whether the sequencer has taken over and is not fenced.
+func (n *Node) Active() bool { return n.active() }
 
 // Fenced is closed when another sequencer has taken over.
 func (n *Node) Fenced() <-chan struct{} { return n.fenced }
@@ -206,6 +267,7 @@ func (n *Node) step() {
 	rd := n.seq.Ready()
 	dones := make([]func(), 0, len(rd.Replies))
 	for _, r := range rd.Replies {
+		n.lastAcked = max(n.lastAcked, r.Entry)
 		if fn := n.pending[r.ID]; fn != nil {
 			delete(n.pending, r.ID)
 			body := r.Body
@@ -219,7 +281,7 @@ func (n *Node) step() {
 	// committed must already be able to serve it.
 	for _, u := range rd.Updates {
 		for _, s := range subs {
-			if u.Index > s.from {
+			if u.Index > s.from && !s.gone.Load() {
 				s.fn(u)
 			}
 		}
@@ -236,8 +298,14 @@ func (n *Node) step() {
 	if rd.Snapshot != nil {
 		go n.snapshot(*rd.Snapshot)
 	}
+	if rd.Probe != 0 {
+		go n.probe(rd.Probe)
+	}
 	if rd.Fenced {
-		n.log.Error("sequencer fenced: another sequencer appended to the metadata log")
+		// Every reply released so far rests on an entry before the one
+		// the other sequencer appended: the log line says which.
+		n.log.Error("sequencer fenced: another sequencer appended to the metadata log; acknowledging nothing more",
+			"last_acknowledged_entry", n.lastAcked)
 		close(n.fenced)
 	}
 }
@@ -289,6 +357,18 @@ func (n *Node) verify(index uint64) {
 	n.poke()
 }
 
+func (n *Node) probe(index uint64) {
+	_, err := n.store.Get(n.ctx, sequencer.LogKey(index), 0, 1)
+	found := err == nil
+	if errors.Is(err, objectio.ErrNotFound) {
+		err = nil
+	}
+	n.mu.Lock()
+	n.seq.ProbeDone(index, found, err)
+	n.mu.Unlock()
+	n.poke()
+}
+
 func (n *Node) snapshot(w sequencer.LogWrite) {
 	err := n.store.Put(n.ctx, sequencer.SnapKey(w.Index), w.Data, objectio.PutOptions{IfAbsent: true})
 	if err != nil && !errors.Is(err, objectio.ErrExists) {
@@ -309,4 +389,41 @@ func nonce() string {
 		panic(err)
 	}
 	return hex.EncodeToString(b[:])
+}
+
+// FindActive reads the newest epoch entry (see discovery.EpochScan): its
+// Addr is the active sequencer's link address, or the last one's if it is
+// gone. Agents and standbys use it to find the sequencer; so do operators'
+// tools.
+func FindActive(ctx context.Context, store objectio.Store) (sequencer.EpochOp, error) {
+	var sc discovery.EpochScan
+	for {
+		step := sc.Next()
+		switch {
+		case step.Done:
+			return sc.Result(), nil
+		case step.List:
+			objs, err := objectio.ListAfter(ctx, store, step.Prefix, step.StartAfter)
+			if err != nil {
+				return sequencer.EpochOp{}, err
+			}
+			keys := make([]string, len(objs))
+			for i, o := range objs {
+				keys[i] = o.Key
+			}
+			sc.Listed(keys)
+		default:
+			data, err := store.Get(ctx, step.Key, 0, -1)
+			found := err == nil
+			if errors.Is(err, objectio.ErrNotFound) {
+				err = nil
+			}
+			if err != nil {
+				return sequencer.EpochOp{}, err
+			}
+			if err := sc.Got(data, found); err != nil {
+				return sequencer.EpochOp{}, err
+			}
+		}
+	}
 }
