@@ -165,9 +165,14 @@ func ReadFrame(r *bufio.Reader) (Frame, error) {
 	if n < 1 || n > FrameMax {
 		return Frame{}, fmt.Errorf("link: frame of %d bytes", n)
 	}
-	payload := make([]byte, n-1)
-	if _, err := io.ReadFull(r, payload); err != nil {
+	// Read what arrives rather than allocating the claimed length up
+	// front: a corrupt length must not cost a gigabyte.
+	payload, err := io.ReadAll(io.LimitReader(r, int64(n-1)))
+	if err != nil {
 		return Frame{}, err
+	}
+	if len(payload) < int(n-1) {
+		return Frame{}, io.ErrUnexpectedEOF
 	}
 	return DecodeFrame(Kind(hdr[4]), payload)
 }
