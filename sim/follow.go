@@ -21,13 +21,14 @@ type follow struct {
 	inc   int // the owner's incarnation this follow belongs to
 	f     *discovery.Follower
 
-	replica *sequencer.State
-	source  *SeqProc // whose updates the replica follows, nil when none
-	srcInc  int
-	early   map[uint64]sequencer.Update // updates that arrived before their turn
-	durable uint64                      // the newest durable index a heartbeat told of
-	behind  time.Duration               // since when the replica lags a heartbeat, 0 if not
-	gen     int                         // bumped on every attempt: stale answers are ignored
+	replica  *sequencer.State
+	source   *SeqProc // whose updates the replica follows, nil when none
+	followed *SeqProc // the last sequencer followed, even after a drop
+	srcInc   int
+	early    map[uint64]sequencer.Update // updates that arrived before their turn
+	durable  uint64                      // the newest durable index a heartbeat told of
+	behind   time.Duration               // since when the replica lags a heartbeat, 0 if not
+	gen      int                         // bumped on every attempt: stale answers are ignored
 
 	onTakeOver func() // a standby's takeover
 }
@@ -88,6 +89,7 @@ func (fl *follow) tick() {
 		fl.drop()
 		fl.scan(fl.gen, &discovery.EpochScan{})
 	case discovery.TakeOver:
+		fl.w.faults.Takeovers++
 		fl.w.logf("%s takes over", fl.owner.Name())
 		fl.onTakeOver()
 		return // the follow ends; the owner is a sequencer now
@@ -184,6 +186,10 @@ func (fl *follow) onSnapshot(from *SeqProc, inc, gen int, data []byte) {
 		fl.w.check.violation("%s: %s's snapshot at %d is older than the replica at %d", fl.owner.Name(), from.name, st.Index, fl.replica.Index)
 		return
 	}
+	if fl.followed != nil && fl.followed != from {
+		fl.w.faults.Rediscovered++
+	}
+	fl.followed = from
 	fl.replica, fl.source, fl.srcInc, fl.early, fl.durable = st, from, inc, map[uint64]sequencer.Update{}, 0
 	fl.f.Heard(fl.w.clock())
 	fl.w.logf("%s follows %s from entry %d", fl.owner.Name(), from.name, st.Index)

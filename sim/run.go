@@ -69,6 +69,22 @@ type Result struct {
 	Ops        int64 // client operations
 	Events     int
 	Virtual    time.Duration
+	Faults     FaultCounts
+}
+
+// FaultCounts counts what the distributed-mode faults made happen.
+type FaultCounts struct {
+	Takeovers    int // standbys that took over
+	Demotions    int // sequencers fenced by a newer epoch entry
+	Rediscovered int // followers that found a sequencer through the log
+	Isolations   int // active sequencers cut off from every other process
+}
+
+func (c *FaultCounts) add(o FaultCounts) {
+	c.Takeovers += o.Takeovers
+	c.Demotions += o.Demotions
+	c.Rediscovered += o.Rediscovered
+	c.Isolations += o.Isolations
 }
 
 // Failed reports whether the checker found anything.
@@ -87,7 +103,7 @@ func Run(seed int64, verbose io.Writer) (res Result) {
 			w.check.violation("panic: %v\n%s", p, debug.Stack())
 		}
 		res = Result{Seed: seed, Config: w.cfg, Trace: w.trace, Violations: w.check.violations,
-			Ops: w.ops, Events: w.eventsRun, Virtual: w.now}
+			Ops: w.ops, Events: w.eventsRun, Virtual: w.now, Faults: w.faults}
 	}()
 	w.logf("seed %d config %+v", seed, w.cfg)
 	w.setup()
@@ -217,6 +233,7 @@ func (w *World) injectFault() {
 		// not from the store: a standby takes over while it lives on,
 		// and it must never acknowledge anything after that.
 		if s := w.activeSequencer(); s != nil {
+			w.faults.Isolations++
 			d := w.between(100*time.Millisecond, 1500*time.Millisecond)
 			for _, p := range w.allProcs() {
 				if p.Name() != s.name {

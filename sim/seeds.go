@@ -9,6 +9,7 @@ import (
 type Totals struct {
 	Seeds  int64
 	Ops    int64
+	Faults FaultCounts
 	Failed []Result // in the order they finished
 }
 
@@ -36,6 +37,7 @@ func RunSeeds(from, n int64, onFailure func(Result)) Totals {
 				r := Run(s, nil)
 				mu.Lock()
 				tot.Ops += r.Ops
+				tot.Faults.add(r.Faults)
 				if r.Failed() {
 					tot.Failed = append(tot.Failed, r)
 					if onFailure != nil {

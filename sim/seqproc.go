@@ -312,6 +312,7 @@ func (p *SeqProc) pump() {
 	if rd.Fenced {
 		// As the real process does: stop acknowledging, drop every
 		// connection, and follow the new sequencer as a standby.
+		p.w.faults.Demotions++
 		p.w.logf("%s is fenced and demotes itself to standby", p.name)
 		p.crash()
 		p.start(true)

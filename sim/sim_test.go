@@ -23,7 +23,12 @@ func seedsForCI(t *testing.T) int64 {
 func TestSeedsFindNoViolation(t *testing.T) {
 	n := seedsForCI(t)
 	tot := RunSeeds(1, n, nil)
-	t.Logf("%d seeds, %d client operations, %d failed", n, tot.Ops, len(tot.Failed))
+	t.Logf("%d seeds, %d client operations, %d failed; %+v", n, tot.Ops, len(tot.Failed), tot.Faults)
+	// The seeds must exercise distributed mode's discovery, takeover and
+	// fencing, or passing them says little about it.
+	if f := tot.Faults; f.Takeovers == 0 || f.Demotions == 0 || f.Isolations == 0 || f.Rediscovered == 0 {
+		t.Errorf("the seeds never exercised some of: standby takeover, demotion of a fenced sequencer, isolation of the active one, rediscovery: %+v", f)
+	}
 	for i, r := range tot.Failed {
 		if i == 5 {
 			break

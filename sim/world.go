@@ -48,6 +48,7 @@ type World struct {
 	check      *Checker
 	ops        int64                    // client operations (produce and fetch attempts)
 	paused     map[string]time.Duration // process → paused until (a GC stall)
+	faults     FaultCounts
 }
 
 type event struct {

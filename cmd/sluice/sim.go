@@ -44,6 +44,9 @@ func simulate(args []string) error {
 	el := time.Since(start)
 	fmt.Printf("%d seeds, %d simulated client operations, %d violations, %.1fs (%.0f seeds/s, %.0f ops/s)\n",
 		tot.Seeds, tot.Ops, len(tot.Failed), el.Seconds(), float64(tot.Seeds)/el.Seconds(), float64(tot.Ops)/el.Seconds())
+	f := tot.Faults
+	fmt.Printf("distributed-mode faults: %d standby takeovers, %d sequencers fenced and demoted, %d active sequencers isolated, %d rediscoveries of a new sequencer\n",
+		f.Takeovers, f.Demotions, f.Isolations, f.Rediscovered)
 	if len(tot.Failed) > 0 {
 		return fmt.Errorf("%d seeds failed", len(tot.Failed))
 	}
