@@ -11,8 +11,8 @@ package server
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -54,6 +54,11 @@ type Config struct {
 	AutoCreateTopics  bool          //
 	DefaultPartitions int32         // for auto-created topics and CreateTopics with -1
 	CacheBytes        int64         //
+	// OtherAgents says other agents serve the same log (distributed mode):
+	// a client may have seen a high watermark this agent's replica has not
+	// reached yet, so a fetch past it is OFFSET_NOT_AVAILABLE (retriable),
+	// not OFFSET_OUT_OF_RANGE (which would make the client reset).
+	OtherAgents bool
 	// GroupInitialRebalanceDelay is Kafka's group.initial.rebalance.delay.ms:
 	// a new group waits this long for more members before its first
 	// rebalance. Negative means none; zero takes Kafka's 3s.

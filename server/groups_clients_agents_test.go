@@ -192,7 +192,7 @@ func startSecondAgent(t *testing.T, sa *Standalone, store objectio.Store) string
 	port, _ := strconv.Atoi(portText)
 	a, err := NewAgent(Config{
 		AgentID: "agent-2", AdvertiseHost: host, AdvertisePort: int32(port),
-		FlushWindow: 5 * time.Millisecond,
+		FlushWindow: 5 * time.Millisecond, OtherAgents: true,
 		Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}, sa.Node, store)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 
 // plan resolves the fetch under the replica's read lock.
 func (a *Agent) plan(parts []*core.PartRead, maxBytes int64) (total int64, anyErr bool) {
-	a.view(func(st *sequencer.State) { total, anyErr = core.PlanRead(st, parts, maxBytes, false) })
+	a.view(func(st *sequencer.State) { total, anyErr = core.PlanRead(st, parts, maxBytes, a.cfg.OtherAgents) })
 	return total, anyErr
 }
 
