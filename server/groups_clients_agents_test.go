@@ -193,7 +193,7 @@ func startSecondAgent(t *testing.T, sa *Standalone, store objectio.Store) string
 	a, err := NewAgent(Config{
 		AgentID: "agent-2", AdvertiseHost: host, AdvertisePort: int32(port),
 		FlushWindow: 5 * time.Millisecond, OtherAgents: true,
-		Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}, sa.Node, store)
 	if err != nil {
 		t.Fatalf("second agent: %v", err)
