@@ -2,7 +2,7 @@
 GO ?= go
 SEEDS ?= 500
 
-.PHONY: build run test bench compat lint sim
+.PHONY: build run test bench bench-compare compat lint sim chaos
 
 build:
 	$(GO) build -o bin/sluice ./cmd/sluice
@@ -18,6 +18,12 @@ test:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./codec/ ./bench/
+
+# kfake, `sluice serve` on mem and `sluice serve` on dir, one after the
+# other, with the same load: produce and consume MB/s, latency at a fixed
+# rate, broker CPU-seconds per GB (from /proc) and peak RSS.
+bench-compare:
+	$(GO) run ./cmd/benchcompare --go $(GO) $(BENCH_COMPARE_FLAGS)
 
 # The deterministic simulator over SEEDS seeds on all cores.
 sim:

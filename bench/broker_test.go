@@ -5,12 +5,15 @@ package bench
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedb/sluice/objectio"
@@ -19,19 +22,34 @@ import (
 
 func startBroker(b *testing.B, window time.Duration) *server.Standalone {
 	b.Helper()
-	sa, err := server.StartStandalone(context.Background(), objectio.NewMem(), "127.0.0.1:0", server.Config{
-		FlushWindow: window, AutoCreateTopics: true, DefaultPartitions: 8,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	return startBrokerOn(b, objectio.NewMem(), server.Config{FlushWindow: window, AutoCreateTopics: true, DefaultPartitions: 8})
+}
+
+// startBrokerOn starts `sluice serve` in process on store, quiet, and
+// closes it when the benchmark ends.
+func startBrokerOn(b testing.TB, store objectio.Store, cfg server.Config) *server.Standalone {
+	b.Helper()
+	sa := startBrokerUnmanaged(b, store, cfg)
+	b.Cleanup(func() { closeBroker(sa) })
+	return sa
+}
+
+// startBrokerUnmanaged is startBrokerOn for a broker the caller closes.
+func startBrokerUnmanaged(b testing.TB, store objectio.Store, cfg server.Config) *server.Standalone {
+	b.Helper()
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	sa, err := server.StartStandalone(context.Background(), store, "127.0.0.1:0", cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		sa.Close(ctx)
-	})
 	return sa
+}
+
+// closeBroker closes sa, waiting at most 10 s for what it buffers.
+func closeBroker(sa *server.Standalone) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sa.Close(ctx)
 }
 
 // requestFrame encodes req as a whole request frame (header v1 or v2).
@@ -43,34 +61,59 @@ func requestFrame(req kmsg.Request, correlationID int32) []byte {
 // produceFrame is a Produce v9 request (acks=all) of one batch to
 // partition 0 of topic, as a whole frame.
 func produceFrame(topic string, batch []byte) []byte {
+	return produceFrameParts(topic, batch, 1)
+}
+
+// produceFrameParts is a Produce v9 request (acks=all) of the same batch to
+// each of partitions 0..partitions-1 of topic, as a whole frame: what a
+// client with one batch per partition sends in one request.
+func produceFrameParts(topic string, batch []byte, partitions int32) []byte {
 	req := kmsg.NewPtrProduceRequest()
 	req.SetVersion(9)
 	req.Acks, req.TimeoutMillis = -1, 30000
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = batch
-	rt.Partitions = []kmsg.ProduceRequestTopicPartition{rp}
+	for p := range partitions {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition = p
+		rp.Records = batch
+		rt.Partitions = append(rt.Partitions, rp)
+	}
 	req.Topics = []kmsg.ProduceRequestTopic{rt}
 	return requestFrame(req, 1)
 }
 
-// pipeline writes frames on one connection while reading the responses, and
-// returns the response bodies' total size. It keeps up to depth requests in
-// flight, as a client pipelines.
+// pipeline writes n frames (cycling through frames) on one connection
+// while reading the responses, and returns the response bodies' total
+// size. It keeps up to pipelineDepth requests in flight, as a client
+// pipelines.
 func pipeline(b *testing.B, addr string, frames [][]byte, n int) int64 {
+	return pipelineTimed(b, addr, frames, n, nil)
+}
+
+// pipelineDepth is how many requests pipeline keeps in flight.
+const pipelineDepth = 32
+
+// pipelineTimed is pipeline that also records each request's latency, from
+// writing it to reading its response, in hist (when not nil). Kafka
+// answers a connection's requests in order, so the i-th response is the
+// i-th request's.
+func pipelineTimed(b *testing.B, addr string, frames [][]byte, n int, hist *Histogram) int64 {
 	b.Helper()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer conn.Close()
-	const depth = 32
-	slots := make(chan struct{}, depth)
+	// slots bounds the requests in flight; sent holds their send times,
+	// taken once a slot is free, so waiting for one is not latency.
+	slots := make(chan struct{}, pipelineDepth)
+	sent := make(chan time.Time, pipelineDepth)
 	errc := make(chan error, 1)
 	go func() {
 		for i := 0; i < n; i++ {
 			slots <- struct{}{}
+			sent <- time.Now()
 			if _, err := conn.Write(frames[i%len(frames)]); err != nil {
 				errc <- err
 				return
@@ -93,6 +136,10 @@ func pipeline(b *testing.B, addr string, frames [][]byte, n int) int64 {
 			b.Fatal(err)
 		}
 		total += int64(m)
+		t := <-sent
+		if hist != nil {
+			hist.Record(time.Since(t))
+		}
 		<-slots
 	}
 	if err := <-errc; err != nil {
@@ -125,4 +172,36 @@ func checkProduceResponse(b *testing.B, addr string, frame []byte) {
 			}
 		}
 	}
+}
+
+// endOffsets lists topic's high watermarks, to check what a benchmark
+// claims it wrote.
+func endOffsets(b *testing.B, addr, topic string) map[int32]int64 {
+	b.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	listed, err := kadm.NewClient(cl).ListEndOffsets(context.Background(), topic)
+	if err == nil {
+		err = listed.Error()
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	offs := map[int32]int64{}
+	listed.Each(func(o kadm.ListedOffset) { offs[o.Partition] = o.Offset })
+	return offs
+}
+
+// sizeName names a byte size the way benchmark names carry it: 100B, 1KiB.
+func sizeName(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return fmt.Sprintf("%dB", n)
 }

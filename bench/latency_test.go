@@ -22,6 +22,9 @@ import (
 //
 //	go test ./bench -run '^$' -bench ProduceLatencyS3Like -benchtime 1x
 func BenchmarkProduceLatencyS3Like(b *testing.B) {
+	if testing.Short() {
+		b.Skip("produces for 10 s at a fixed rate; skipped with -short")
+	}
 	for i := 0; i < b.N; i++ {
 		mem := objectio.NewMem()
 		counting := &objectio.Counting{Inner: mem}
@@ -36,14 +39,15 @@ func BenchmarkProduceLatencyS3Like(b *testing.B) {
 			b.Fatal(err)
 		}
 		putsBefore := counting.Puts.Load()
-		res, err := RunLoad(ctx, LoadConfig{Brokers: []string{sa.Addr()}, Topic: "latency", Partitions: 8,
+		res, err := Run(ctx, LoadConfig{Brokers: []string{sa.Addr()}, Topic: "latency", Partitions: 8,
 			RecordBytes: 1000, RateBytesPerSec: 2_000_000, Duration: 10 * time.Second})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if res.Errors > 0 {
-			b.Fatalf("%d produce errors, first: %v", res.Errors, res.FirstError)
+		if err := res.Err(); err != nil {
+			b.Fatal(err)
 		}
+		prod := res.Produce
 		puts := counting.Puts.Load() - putsBefore
 		closeCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		sa.Close(closeCtx)
@@ -55,18 +59,18 @@ func BenchmarkProduceLatencyS3Like(b *testing.B) {
 			b.Fatal(err)
 		}
 		getsBefore, bytesBefore := counting.Gets.Load(), counting.GetBytes.Load() // after recovery's log reads
-		fetched := consumeAll(b, sa2.Addr(), "latency", int64(res.Records))
+		fetched := consumeAll(b, sa2.Addr(), "latency", prod.Records)
 		gets, getBytes := counting.Gets.Load()-getsBefore, counting.GetBytes.Load()-bytesBefore
 		closeCtx, cancel = context.WithTimeout(ctx, 10*time.Second)
 		sa2.Close(closeCtx)
 		cancel()
 
-		mb := float64(res.Bytes) / 1e6
-		b.ReportMetric(float64(res.P50.Milliseconds()), "p50-ms")
-		b.ReportMetric(float64(res.P99.Milliseconds()), "p99-ms")
+		mb := float64(prod.Bytes) / 1e6
+		b.ReportMetric(prod.Latency.P50ms, "p50-ms")
+		b.ReportMetric(prod.Latency.P99ms, "p99-ms")
 		b.ReportMetric(float64(puts)/mb, "PUTs/MB-produced")
 		b.ReportMetric(float64(gets)/(float64(fetched)/1e6), "GETs/MB-fetched")
-		b.Logf("%v", res)
+		b.Logf("produce: %v; latency %v", prod, prod.Latency)
 		b.Logf("floor: window/2 + 2 round trips = 125ms + 2×(30..70ms) = 185..265ms (mean 225ms)")
 		b.Logf("store: %d PUTs for %.1f MB produced; %d GETs (%.1f MB) for %.1f MB fetched", puts, mb, gets, float64(getBytes)/1e6, float64(fetched)/1e6)
 	}

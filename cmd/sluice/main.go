@@ -4,9 +4,9 @@
 //	sluice serve     agent and sequencer in one process (the laptop default)
 //	sluice sequencer the sequencer alone, active or standby (distributed mode)
 //	sluice agent     a stateless agent following the sequencer (distributed mode)
-//	sluice sim     the deterministic simulator
-//	sluice bench   a produce load generator
-//	sluice inspect the metadata log and partition index, read from a store
+//	sluice sim       the deterministic simulator
+//	sluice bench     a load generator (produce, consume, e2e)
+//	sluice inspect   the metadata log and partition index, read from a store
 package main
 
 import (
@@ -20,9 +20,9 @@ commands:
   serve     run an agent and the sequencer in one process on one store
   sequencer run the sequencer alone (--standby: follow, take over when it is gone)
   agent     run a stateless agent that follows the active sequencer
-  sim     run the deterministic simulator (-seed N -v, or -seeds N)
-  bench   produce a steady load against a broker and print produce latency
-  inspect print the metadata log and a topic's partition index from a store
+  sim       run the deterministic simulator (-seed N -v, or -seeds N)
+  bench     load generator: produce (default), consume, e2e; verifies what it reads back
+  inspect   print the metadata log and a topic's partition index from a store
 
 Run 'sluice <command> -h' for a command's flags. Every flag can also be set
 by an environment variable: --flush-window is SLUICE_FLUSH_WINDOW.

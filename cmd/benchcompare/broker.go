@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// brokerSpec says how to start one broker under test.
+type brokerSpec struct {
+	name string
+	// args builds the command line for a broker on addr; dir is a fresh
+	// temporary directory it may keep data in.
+	args func(addr, dir string) []string
+	bin  func(b binaries) string
+}
+
+type binaries struct{ sluice, kfake string }
+
+func brokerSpecs(sluiceFlags []string) []brokerSpec {
+	serve := func(store func(dir string) string) func(addr, dir string) []string {
+		return func(addr, dir string) []string {
+			args := []string{"serve", "--listen", addr, "--store", store(dir), "--admin-addr=",
+				"--log-level", "warn", "--auto-create-topics=true"}
+			return append(args, sluiceFlags...)
+		}
+	}
+	return []brokerSpec{
+		{name: "kfake", bin: func(b binaries) string { return b.kfake },
+			args: func(addr, _ string) []string {
+				_, port, _ := net.SplitHostPort(addr)
+				return []string{"-port", port}
+			}},
+		{name: "sluice-mem", bin: func(b binaries) string { return b.sluice },
+			args: serve(func(string) string { return "mem://" })},
+		{name: "sluice-dir", bin: func(b binaries) string { return b.sluice },
+			args: serve(func(dir string) string { return "dir://" + filepath.Join(dir, "data") })},
+	}
+}
+
+// brokerProc is a running broker process.
+type brokerProc struct {
+	cmd    *exec.Cmd
+	addr   string
+	dir    string
+	logf   *os.File
+	exited chan error
+}
+
+// startBroker starts spec's broker on a free port of 127.0.0.1 and waits
+// until it answers Kafka requests.
+func startBroker(ctx context.Context, spec brokerSpec, bins binaries) (*brokerProc, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "benchcompare-"+spec.name+"-")
+	if err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(filepath.Join(dir, "broker.log"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	cmd := exec.Command(spec.bin(bins), spec.args(addr, dir)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	p := &brokerProc{cmd: cmd, addr: addr, dir: dir, logf: logf, exited: make(chan error, 1)}
+	go func() { p.exited <- cmd.Wait() }()
+	if err := p.waitReady(ctx); err != nil {
+		p.stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+// readyMax bounds how long a broker may take to start.
+const readyMax = 30 * time.Second
+
+func (p *brokerProc) waitReady(ctx context.Context) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.addr))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	deadline := time.Now().Add(readyMax)
+	for {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := kadm.NewClient(cl).BrokerMetadata(pctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case werr := <-p.exited:
+			p.exited <- werr
+			return fmt.Errorf("broker exited before it was ready (%v); its log ends:\n%s", werr, p.logTail())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("broker not ready after %v: %w; its log ends:\n%s", readyMax, err, p.logTail())
+		}
+	}
+}
+
+// logTailBytes is how much of a failed broker's log an error quotes.
+const logTailBytes = 2048
+
+// logTail is the end of the broker's output (its directory, log included,
+// is removed when it stops).
+func (p *brokerProc) logTail() string {
+	b, _ := os.ReadFile(p.logf.Name())
+	return string(b[max(0, len(b)-logTailBytes):])
+}
+
+func (p *brokerProc) pid() int { return p.cmd.Process.Pid }
+
+// stopMax is how long a broker gets to exit after SIGTERM before SIGKILL.
+const stopMax = 15 * time.Second
+
+// stop ends the broker and removes its directory.
+func (p *brokerProc) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(stopMax):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+	p.logf.Close()
+	os.RemoveAll(p.dir)
+}
+
+// freeAddr picks a free port on 127.0.0.1 (never Kafka's 9092: the kernel
+// hands out ephemeral ports far above it).
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	if port == 9092 {
+		return "", errors.New("the kernel offered port 9092; refusing it")
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), nil
+}
