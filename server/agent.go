@@ -48,6 +48,7 @@ type Config struct {
 	AdvertisePort     int32         //
 	ClusterID         string        //
 	FlushWindow       time.Duration // how long batches wait to share an object
+	FlushIdle         time.Duration // seal sooner once no batch came for this long (0: never)
 	FlushBytes        int           // an object is sealed early at this size
 	MaxRequestBytes   int32         // larger frames close the connection
 	MaxMessageBytes   int32         // larger batches get MESSAGE_TOO_LARGE
@@ -123,6 +124,7 @@ type Agent struct {
 	writeMu sync.Mutex
 	writer  *core.Writer
 	timer   *time.Timer
+	timerAt time.Time // the deadline timer is armed for
 
 	metrics metrics
 
@@ -145,7 +147,7 @@ func NewAgent(cfg Config, seq Sequencer, store objectio.Store) (*Agent, error) {
 		// Object keys must never repeat, even across restarts of an agent
 		// with the same id: a restarted agent that reused them would
 		// overwrite acknowledged data.
-		writer: core.NewWriter(cfg.AgentID+"-"+nonce(), cfg.FlushWindow, cfg.FlushBytes, putAttemptsMax),
+		writer: core.NewWriter(cfg.AgentID+"-"+nonce(), core.FlushConfig{Window: cfg.FlushWindow, Idle: cfg.FlushIdle, SizeMax: cfg.FlushBytes}, putAttemptsMax),
 		ctx:    ctx, cancel: cancel,
 	}
 	a.writer.OnCommitted = a.writeThrough

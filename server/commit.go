@@ -30,8 +30,10 @@ const commitTimeout = 15 * time.Second
 func (a *Agent) appendBatch(batch []byte, c sequencer.BatchCommit, done func(sequencer.BatchResult)) {
 	a.writeMu.Lock()
 	defer a.writeMu.Unlock()
-	deadline, armed := a.writer.Append(time.Now(), batch, c, done)
-	if armed {
+	deadline, open := a.writer.Append(time.Now(), batch, c, done)
+	if open && !deadline.Equal(a.timerAt) {
+		// A new window, or an idle deadline that moved with this batch.
+		a.timerAt = deadline
 		wait := time.Until(deadline)
 		if a.timer == nil {
 			a.timer = time.AfterFunc(wait, a.flushDue)

@@ -24,6 +24,7 @@ type AgentProc struct {
 	inc  int
 
 	writer *core.Writer
+	tickAt time.Time // when the flush deadline event is scheduled for
 	fl     *follow
 	cache  map[string][]byte
 }
@@ -40,7 +41,8 @@ const (
 func (a *AgentProc) start() {
 	a.up = true
 	a.inc++
-	a.writer = core.NewWriter(fmt.Sprintf("%s-%d", a.name, a.inc), a.w.cfg.FlushWindow, a.w.cfg.FlushBytes, putAttemptsMax)
+	a.writer = core.NewWriter(fmt.Sprintf("%s-%d", a.name, a.inc),
+		core.FlushConfig{Window: a.w.cfg.FlushWindow, Idle: a.w.cfg.FlushIdle, SizeMax: a.w.cfg.FlushBytes}, putAttemptsMax)
 	a.writer.OnCommitted = func(cs []core.Committed) {
 		for _, c := range cs {
 			a.cache[cacheKey(c.Entry)] = c.Bytes
@@ -85,8 +87,9 @@ func (a *AgentProc) produce(topic string, partition int32, batch []byte, done fu
 	}
 	c := sequencer.BatchCommit{Topic: topic, Partition: partition, Records: b.NumRecords(), MaxTimestamp: b.MaxTimestamp(),
 		ProducerID: b.ProducerID(), ProducerEpoch: b.ProducerEpoch(), BaseSequence: b.BaseSequence()}
-	deadline, armed := a.writer.Append(a.w.clock(), batch, c, done)
-	if armed {
+	deadline, open := a.writer.Append(a.w.clock(), batch, c, done)
+	if open && !deadline.Equal(a.tickAt) {
+		a.tickAt = deadline
 		inc := a.inc
 		a.w.after(deadline.Sub(a.w.clock()), a.name+" flush window ends", func() {
 			if a.up && a.inc == inc {

@@ -18,6 +18,7 @@ type Config struct {
 	RecordsPerProducer                                   int
 
 	FlushWindow   time.Duration
+	FlushIdle     time.Duration // 0 for half the seeds
 	FlushBytes    int
 	SnapshotEvery uint64
 	GroupDelay    time.Duration // the group coordinator's initial rebalance delay
@@ -44,6 +45,7 @@ func RandomConfig(rng *rand.Rand) Config {
 		Partitions:         1 + rng.Intn(4),
 		RecordsPerProducer: 100 + rng.Intn(300),
 		FlushWindow:        dur(2*time.Millisecond, 50*time.Millisecond),
+		FlushIdle:          time.Duration(rng.Intn(2)) * dur(time.Millisecond, 10*time.Millisecond),
 		FlushBytes:         200 + rng.Intn(4000),
 		SnapshotEvery:      uint64(2 + rng.Intn(20)),
 		GroupDelay:         dur(0, 200*time.Millisecond),

@@ -63,7 +63,7 @@ func (f *storeFlags) open() (*slog.Logger, objectio.Store, error) {
 // agentFlags are the flags of the commands that run an agent.
 type agentFlags struct {
 	advertise                                 *string
-	flushWindow                               *time.Duration
+	flushWindow, flushIdle                    *time.Duration
 	flushBytes, defaultPartitions, maxRequest *int
 	cacheBytes                                *int64
 	autoCreate                                *bool
@@ -74,6 +74,7 @@ func addAgentFlags(fs *flag.FlagSet) *agentFlags {
 	return &agentFlags{
 		advertise:         fs.String("advertise", "", "host:port clients are told to connect to (default: the listen address); behind a load balancer, its address"),
 		flushWindow:       fs.Duration("flush-window", server.DefaultFlushWindow, "how long produced batches wait to share one object"),
+		flushIdle:         fs.Duration("flush-idle", 0, "seal an object sooner, once no batch has come for this long (0: always wait out --flush-window); lower latency for producers with one request in flight, more PUTs at low load"),
 		flushBytes:        fs.Int("flush-bytes", server.DefaultFlushBytes, "seal an object early at this many bytes"),
 		cacheBytes:        fs.Int64("cache-bytes", server.DefaultCacheBytes, "segment cache size in bytes"),
 		autoCreate:        fs.Bool("auto-create-topics", true, "create unknown topics on Metadata and Produce"),
@@ -87,6 +88,7 @@ func (f *agentFlags) config(agentID string, log *slog.Logger) (server.Config, er
 	cfg := server.Config{
 		AgentID:                    agentID,
 		FlushWindow:                *f.flushWindow,
+		FlushIdle:                  *f.flushIdle,
 		FlushBytes:                 *f.flushBytes,
 		CacheBytes:                 *f.cacheBytes,
 		AutoCreateTopics:           *f.autoCreate,

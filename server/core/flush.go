@@ -24,52 +24,74 @@ type SealedObject struct {
 	Batches []PendingBatch
 }
 
+// FlushConfig says when an open buffer is sealed.
+type FlushConfig struct {
+	// Window is the longest a batch waits: the buffer is sealed when the
+	// window that began with its first batch ends.
+	Window time.Duration
+	// Idle, if set, seals the buffer sooner, once no batch has arrived for
+	// this long. Most producers have one request in flight per broker (an
+	// idempotent franz-go producer, for one), so after their requests are
+	// in, nothing more can come until they are answered: waiting out the
+	// window then only adds latency. It costs more objects at low load.
+	Idle time.Duration
+	// SizeMax seals the buffer as soon as it holds this many bytes.
+	SizeMax int
+}
+
 // Flush is the sans-I/O flush window. Batches are appended to the open
-// buffer; the buffer is sealed when the window that began with its first
-// batch ends, or when it reaches the byte limit. It reads no clock: now is an
-// argument.
+// buffer; the buffer is sealed at its Deadline, or when it reaches the byte
+// limit. It reads no clock: now is an argument.
 type Flush struct {
 	keyPrefix string // unique per agent incarnation
-	window    time.Duration
-	sizeMax   int
+	cfg       FlushConfig
 	objectSeq uint64
 
 	buf      []byte
 	batches  []PendingBatch
 	lastSize int       // the previous object's size: the next buffer starts that big
 	openedAt time.Time // when the first batch of the open buffer came
+	lastAdd  time.Time // when the newest batch came
 }
 
-func NewFlush(keyPrefix string, window time.Duration, sizeMax int) *Flush {
-	return &Flush{keyPrefix: keyPrefix, window: window, sizeMax: sizeMax}
+func NewFlush(keyPrefix string, cfg FlushConfig) *Flush {
+	return &Flush{keyPrefix: keyPrefix, cfg: cfg}
 }
 
 // Add copies batch into the open buffer. It returns the buffer sealed if it
-// is now full, and whether this batch opened a new window (the caller then
-// arms a timer for Deadline()).
-func (f *Flush) Add(now time.Time, batch []byte, c sequencer.BatchCommit, done func(sequencer.BatchResult)) (sealed *SealedObject, opened bool) {
+// is now full; otherwise the caller must make sure Tick runs at Deadline(),
+// which may have moved.
+func (f *Flush) Add(now time.Time, batch []byte, c sequencer.BatchCommit, done func(sequencer.BatchResult)) (sealed *SealedObject) {
+	f.lastAdd = now
 	if len(f.batches) == 0 {
 		f.openedAt = now
-		opened = true
 		if f.buf == nil {
 			// Start as big as the last object was, so that a steady load
 			// does not regrow the buffer by copying within every window.
-			f.buf = make([]byte, 0, min(f.sizeMax, max(f.lastSize+f.lastSize/4, 64<<10)))
+			f.buf = make([]byte, 0, min(f.cfg.SizeMax, max(f.lastSize+f.lastSize/4, 64<<10)))
 		}
 	}
 	c.Pos, c.Len = int64(len(f.buf)), int64(len(batch))
 	f.buf = append(f.buf, batch...)
 	f.batches = append(f.batches, PendingBatch{Commit: c, Done: done})
-	if len(f.buf) >= f.sizeMax {
-		return f.Seal(), opened
+	if len(f.buf) >= f.cfg.SizeMax {
+		return f.Seal()
 	}
-	return nil, opened
+	return nil
 }
 
 // Deadline is when the open buffer must be sealed.
-func (f *Flush) Deadline() time.Time { return f.openedAt.Add(f.window) }
+func (f *Flush) Deadline() time.Time {
+	d := f.openedAt.Add(f.cfg.Window)
+	if f.cfg.Idle > 0 {
+		if idle := f.lastAdd.Add(f.cfg.Idle); idle.Before(d) {
+			return idle
+		}
+	}
+	return d
+}
 
-// Tick seals the open buffer if its window has ended.
+// Tick seals the open buffer if its deadline has passed.
 func (f *Flush) Tick(now time.Time) *SealedObject {
 	if len(f.batches) == 0 || now.Before(f.Deadline()) {
 		return nil

@@ -13,12 +13,13 @@ var t0 = time.Unix(1000, 0)
 func noop(sequencer.BatchResult) {}
 
 func TestFlushSealsWhenTheWindowEnds(t *testing.T) {
-	f := NewFlush("agent-x", 250*time.Millisecond, 1<<20)
-	if sealed, opened := f.Add(t0, []byte("aaa"), sequencer.BatchCommit{Topic: "t"}, noop); sealed != nil || !opened {
-		t.Fatalf("first batch: sealed=%v opened=%v, want an open window", sealed != nil, opened)
+	f := NewFlush("agent-x", FlushConfig{Window: 250 * time.Millisecond, SizeMax: 1 << 20})
+	if sealed := f.Add(t0, []byte("aaa"), sequencer.BatchCommit{Topic: "t"}, noop); sealed != nil || !f.Deadline().Equal(t0.Add(250*time.Millisecond)) {
+		t.Fatalf("first batch: sealed=%v deadline %v, want an open window ending at 250ms", sealed != nil, f.Deadline().Sub(t0))
 	}
-	if _, opened := f.Add(t0.Add(100*time.Millisecond), []byte("bb"), sequencer.BatchCommit{Topic: "u", Partition: 3}, noop); opened {
-		t.Fatal("second batch inside the window opened a new one")
+	f.Add(t0.Add(100*time.Millisecond), []byte("bb"), sequencer.BatchCommit{Topic: "u", Partition: 3}, noop)
+	if !f.Deadline().Equal(t0.Add(250 * time.Millisecond)) {
+		t.Fatal("a batch inside the window moved its end")
 	}
 	if f.Tick(t0.Add(249*time.Millisecond)) != nil {
 		t.Fatal("sealed before the window ended")
@@ -43,15 +44,16 @@ func TestFlushSealsWhenTheWindowEnds(t *testing.T) {
 }
 
 func TestFlushSealsEarlyAtTheByteLimit(t *testing.T) {
-	f := NewFlush("a", time.Hour, 10)
-	if s, _ := f.Add(t0, make([]byte, 6), sequencer.BatchCommit{}, noop); s != nil {
+	f := NewFlush("a", FlushConfig{Window: time.Hour, SizeMax: 10})
+	if s := f.Add(t0, make([]byte, 6), sequencer.BatchCommit{}, noop); s != nil {
 		t.Fatal("sealed below the limit")
 	}
-	s, _ := f.Add(t0, make([]byte, 6), sequencer.BatchCommit{}, noop)
+	s := f.Add(t0, make([]byte, 6), sequencer.BatchCommit{}, noop)
 	if s == nil || len(s.Data) != 12 {
 		t.Fatal("not sealed at the byte limit")
 	}
-	if _, opened := f.Add(t0, []byte{1}, sequencer.BatchCommit{}, noop); !opened {
+	f.Add(t0.Add(time.Second), []byte{1}, sequencer.BatchCommit{}, noop)
+	if !f.Deadline().Equal(t0.Add(time.Second + time.Hour)) {
 		t.Fatal("the batch after a seal did not open a new window")
 	}
 	if s := f.Seal(); s == nil || s.Key != "data/a/00000000000000000002" {
@@ -60,11 +62,40 @@ func TestFlushSealsEarlyAtTheByteLimit(t *testing.T) {
 }
 
 func TestSealedBufferIsNeverReused(t *testing.T) {
-	f := NewFlush("a", time.Hour, 1<<20)
+	f := NewFlush("a", FlushConfig{Window: time.Hour, SizeMax: 1 << 20})
 	f.Add(t0, []byte("first"), sequencer.BatchCommit{}, noop)
 	o := f.Seal()
 	f.Add(t0, []byte("XXXXX"), sequencer.BatchCommit{}, noop)
 	if string(o.Data) != "first" {
 		t.Fatalf("a sealed object's bytes changed to %q after the next Add", o.Data)
 	}
+}
+
+// TestFlushSealsEarlyWhenIdle: with Idle set, the buffer is sealed once no
+// batch has come for Idle, and never later than the window.
+func TestFlushSealsEarlyWhenIdle(t *testing.T) {
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	f := NewFlush("a", FlushConfig{Window: 250 * time.Millisecond, Idle: 20 * time.Millisecond, SizeMax: 1 << 20})
+	f.Add(ms(0), []byte("a"), sequencer.BatchCommit{}, noop)
+	f.Add(ms(15), []byte("b"), sequencer.BatchCommit{}, noop)
+	if !f.Deadline().Equal(ms(35)) {
+		t.Fatalf("deadline %v, want 35ms: 20ms after the last batch", f.Deadline().Sub(t0))
+	}
+	if f.Tick(ms(34)) != nil {
+		t.Fatal("sealed before the idle gap")
+	}
+	if o := f.Tick(ms(35)); o == nil || len(o.Batches) != 2 {
+		t.Fatal("not sealed after the idle gap")
+	}
+	// A steady trickle keeps the buffer busy: the window still bounds it.
+	for at := 300; at < 700; at += 10 {
+		if o := f.Tick(ms(at)); o != nil {
+			if at < 550 {
+				t.Fatalf("sealed at %dms, before the window that opened at 300ms ended", at)
+			}
+			return
+		}
+		f.Add(ms(at), []byte("c"), sequencer.BatchCommit{}, noop)
+	}
+	t.Fatal("a trickle of batches was never sealed")
 }

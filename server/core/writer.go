@@ -55,23 +55,23 @@ type WriterReady struct {
 
 // NewWriter returns a Writer whose objects are named under keyPrefix.
 // An object PUT is tried attemptsMax times before its batches fail.
-func NewWriter(keyPrefix string, window time.Duration, sizeMax, attemptsMax int) *Writer {
+func NewWriter(keyPrefix string, flush FlushConfig, attemptsMax int) *Writer {
 	return &Writer{
-		flush:       NewFlush(keyPrefix, window, sizeMax),
+		flush:       NewFlush(keyPrefix, flush),
 		attemptsMax: attemptsMax,
 		committing:  map[string]*objectWrite{},
 	}
 }
 
-// Append adds a validated batch. When it opens a new window, it returns the
-// window's deadline and armed=true: the driver must call Tick then.
-func (w *Writer) Append(now time.Time, batch []byte, c sequencer.BatchCommit, done func(sequencer.BatchResult)) (deadline time.Time, armed bool) {
-	sealed, opened := w.flush.Add(now, batch, c, done)
-	if sealed != nil {
+// Append adds a validated batch. If a buffer is left open it returns its
+// deadline and open=true: the driver must call Tick then (the deadline may
+// have moved since the last Append).
+func (w *Writer) Append(now time.Time, batch []byte, c sequencer.BatchCommit, done func(sequencer.BatchResult)) (deadline time.Time, open bool) {
+	if sealed := w.flush.Add(now, batch, c, done); sealed != nil {
 		w.push(sealed)
 		return time.Time{}, false
 	}
-	return w.flush.Deadline(), opened
+	return w.flush.Deadline(), true
 }
 
 // Tick seals the open buffer if its window has ended.
