@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"sync/atomic"
+
+	"github.com/sluicedb/sluice/sequencer"
 )
 
 // metrics are the agent's counters, exposed in the Prometheus text format on
@@ -35,4 +37,7 @@ func (a *Agent) WriteMetrics(w io.Writer) {
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", c.name, c.help, c.name, c.name, c.v)
 	}
+	var index uint64
+	a.view(func(st *sequencer.State) { index = st.Index })
+	fmt.Fprintf(w, "# HELP sluice_metadata_log_index The newest metadata log entry this agent has applied (each entry is one PUT).\n# TYPE sluice_metadata_log_index gauge\nsluice_metadata_log_index %d\n", index)
 }
