@@ -2,7 +2,7 @@
 GO ?= go
 SEEDS ?= 500
 
-.PHONY: build run test bench bench-compare flush-sweep compat lint sim chaos
+.PHONY: build run test bench bench-compare flush-sweep profile compat lint sim chaos
 
 build:
 	$(GO) build -o bin/sluice ./cmd/sluice
@@ -24,6 +24,10 @@ bench:
 # rate, broker CPU-seconds per GB (from /proc) and peak RSS.
 bench-compare:
 	$(GO) run ./cmd/benchcompare --go $(GO) $(BENCH_COMPARE_FLAGS)
+
+# CPU, heap and allocation profiles of the standard load into profiles/.
+profile:
+	scripts/profile.sh
 
 # p50, p99, PUTs/s and S3 request cost per --flush-window (README table).
 flush-sweep:
