@@ -1,5 +1,6 @@
 # Sluice: see README.md.
 GO ?= go
+DURATION ?= 2m
 SEEDS ?= 500
 
 .PHONY: build run test bench bench-compare flush-sweep profile compat lint sim chaos
@@ -14,7 +15,7 @@ run:
 # (with -short, the client tests move fewer records).
 test:
 	$(GO) test -count=1 -timeout 20m ./...
-	$(GO) test -race -short -count=1 -timeout 20m ./codec/... ./objectio/... ./sequencer/... ./cache/... ./server/...
+	$(GO) test -race -short -count=1 -timeout 20m ./codec/... ./objectio/... ./sequencer/... ./cache/... ./server/... ./internal/...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./codec/ ./bench/
@@ -36,6 +37,13 @@ flush-sweep:
 # The deterministic simulator over SEEDS seeds on all cores.
 sim:
 	$(GO) run ./cmd/sluice sim -seeds $(SEEDS)
+
+# The live chaos test: MinIO, two sequencers (both --standby: one takes
+# over), three agents behind a TCP balancer, franz-go producers and a
+# consumer group; SIGKILLs of agents and of the active sequencer throughout,
+# then a history check. `make chaos DURATION=10m` is the long run.
+chaos:
+	$(GO) run ./cmd/chaos -duration $(DURATION)
 
 # franz-go's own kgo integration tests against `sluice serve`.
 compat:

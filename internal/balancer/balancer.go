@@ -156,7 +156,14 @@ func (b *Balancer) serve(client net.Conn) {
 	defer b.untrack(client)
 	backend := b.dial(client.RemoteAddr().String())
 	if backend == nil {
-		return // closing the client tells it there is nobody to talk to
+		// Reset rather than close: a clean close before the first
+		// response looks to clients like a TLS or SASL mismatch, which
+		// franz-go, for one, does not retry; a reset is a network error,
+		// which every client retries, as it would a refused dial.
+		if tc, ok := client.(*net.TCPConn); ok {
+			tc.SetLinger(0)
+		}
+		return
 	}
 	defer b.untrack(backend)
 
@@ -187,7 +194,7 @@ func (b *Balancer) dial(from string) net.Conn {
 		b.log.Debug("balancer: piping", "client", from, "backend", addr)
 		return c
 	}
-	b.log.Warn("balancer: no backend answered; closing the client connection", "client", from)
+	b.log.Warn("balancer: no backend answered; resetting the client connection", "client", from)
 	return nil
 }
 

@@ -1,6 +1,9 @@
 // Package s3server starts real S3 servers, MinIO and versitygw, as separate
-// processes for tests: each on a free loopback port, with a temporary data
-// directory, random credentials and one bucket, stopped when the test ends.
+// processes: each on a free loopback port, with its own data directory,
+// random credentials and one bucket. Tests use the testing.TB helpers
+// (StartMinIO and friends), which stop the server when the test ends;
+// programs that are not tests, such as the chaos run, use Launch and Stop
+// the server themselves.
 //
 // The servers are binaries found on PATH or in $(go env GOPATH)/bin;
 // scripts/install-s3-servers.sh installs both. When one is missing the test
@@ -30,6 +33,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
+	"github.com/sluicedb/sluice/internal/subprocess"
 	"github.com/sluicedb/sluice/objectio"
 )
 
@@ -92,8 +96,15 @@ var versitygw = kind{
 	ports: 1,
 }
 
+// kinds are the servers Launch knows, by name.
+var kinds = map[string]kind{minio.name: minio, versitygw.name: versitygw}
+
+// ErrNotInstalled means the server binary is on neither PATH nor a Go bin
+// directory.
+var ErrNotInstalled = errors.New("s3server: server binary not installed")
+
 // Server is a running (or stopped) S3 server process. Its methods must be
-// called from the test's goroutine, not concurrently.
+// called from one goroutine (the test's), not concurrently.
 type Server struct {
 	Kind      string // "minio" or "versitygw"
 	Endpoint  string // base URL, as in http://127.0.0.1:41234
@@ -102,11 +113,11 @@ type Server struct {
 	SecretKey string
 	Dir       string // holds the data directory and the server's log
 
-	t     testing.TB
+	t     testing.TB // nil when started by Launch
 	kind  kind
 	bin   string
-	addrs []string // loopback host:port, the S3 API first
-	proc  *process // nil when stopped
+	addrs []string            // loopback host:port, the S3 API first
+	proc  *subprocess.Process // nil when stopped
 }
 
 // StartMinIO starts MinIO and returns a store URL for a fresh prefix of its
@@ -138,40 +149,70 @@ func StartVersityGWServer(t testing.TB) *Server {
 
 func start(t testing.TB, k kind) *Server {
 	t.Helper()
+	bin := findBinary(t, k)
+	dir := t.TempDir()
+	s, err := launch(k, bin, dir)
+	if err != nil {
+		t.Fatalf("s3server: %v", err)
+	}
+	s.t = t
+	// Registered after TempDir, so it runs before the directory is
+	// removed: cleanups run last-in first-out.
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Launch starts a server of the given kind ("minio" or "versitygw") for a
+// program that is not a test. Its data directory and log go under dir,
+// which is created if missing and which the caller removes. The caller
+// must Stop the server; the process is also killed if the caller dies
+// first (on Linux). A missing binary is ErrNotInstalled.
+func Launch(kindName, dir string) (*Server, error) {
+	k, ok := kinds[kindName]
+	if !ok {
+		return nil, fmt.Errorf("s3server: unknown server kind %q; want minio or versitygw", kindName)
+	}
+	bin, err := lookBinary(k)
+	if err != nil {
+		return nil, err
+	}
+	return launch(k, bin, dir)
+}
+
+// launch starts the server with data under dir, on fresh ports, and creates
+// its bucket.
+func launch(k kind, bin, dir string) (*Server, error) {
 	s := &Server{
 		Kind:      k.name,
 		Bucket:    BucketName,
 		AccessKey: "sluice" + randomHex(8),
 		SecretKey: randomHex(20),
-		Dir:       t.TempDir(),
-		t:         t,
+		Dir:       dir,
 		kind:      k,
-		bin:       findBinary(t, k),
+		bin:       bin,
 	}
 	if err := os.MkdirAll(s.dataDir(), 0o755); err != nil {
-		t.Fatalf("s3server: %v", err)
+		return nil, err
 	}
-	// Registered after TempDir, so it runs before the directory is
-	// removed: cleanups run last-in first-out.
-	t.Cleanup(s.Stop)
 	var err error
 	for range startAttemptMax {
 		if err = s.pickPorts(); err != nil {
 			break
 		}
-		if err = s.launch(); err == nil || !errors.Is(err, errExitedEarly) {
+		if err = s.run(); err == nil || !errors.Is(err, errExitedEarly) {
 			break
 		}
 		// Most likely another process took the port between our probe
 		// and the server's bind; try fresh ports.
 	}
 	if err != nil {
-		t.Fatalf("s3server: starting %s: %v", k.name, err)
+		return nil, fmt.Errorf("starting %s: %w", k.name, err)
 	}
 	if err := s.CreateBucket(s.Bucket); err != nil {
-		t.Fatalf("s3server: %s: %v", k.name, err)
+		s.Stop()
+		return nil, fmt.Errorf("%s: %w", k.name, err)
 	}
-	return s
+	return s, nil
 }
 
 // URL returns the store URL of prefix in the server's bucket, with
@@ -211,20 +252,29 @@ func (s *Server) Stop() {
 	if s.proc == nil {
 		return
 	}
-	s.proc.kill()
+	s.proc.Kill()
 	s.proc = nil
 }
 
 // Start starts a stopped server again on the same port and data directory
-// and waits until it answers. Starting a running server does nothing.
-func (s *Server) Start() {
-	s.t.Helper()
+// and waits until it answers. Starting a running server does nothing. A
+// server from a test's helper fails the test when it cannot start; one from
+// Launch returns the error.
+func (s *Server) Start() error {
+	if s.t != nil {
+		s.t.Helper()
+	}
 	if s.proc != nil {
-		return
+		return nil
 	}
-	if err := s.launch(); err != nil {
-		s.t.Fatalf("s3server: restarting %s: %v", s.Kind, err)
+	err := s.run()
+	if err != nil {
+		err = fmt.Errorf("s3server: restarting %s: %w", s.Kind, err)
+		if s.t != nil {
+			s.t.Fatal(err)
+		}
 	}
+	return err
 }
 
 // CreateBucket creates a bucket; one that exists already is fine.
@@ -270,8 +320,8 @@ func (s *Server) pickPorts() error {
 // errExitedEarly means the server process exited before it was ready.
 var errExitedEarly = errors.New("server exited before it was ready")
 
-// launch starts the process and waits until it serves S3 requests.
-func (s *Server) launch() error {
+// run starts the process and waits until it serves S3 requests.
+func (s *Server) run() error {
 	logFile, err := os.OpenFile(s.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -283,7 +333,7 @@ func (s *Server) launch() error {
 	cmd.Env = append(serverEnv(), s.kind.env(s)...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	proc, err := startProcess(cmd)
+	proc, err := subprocess.Start(cmd)
 	if err != nil {
 		return err
 	}
@@ -303,8 +353,8 @@ func (s *Server) waitReady() error {
 	var lastErr error
 	for time.Now().Before(deadline) {
 		select {
-		case <-s.proc.exited:
-			return fmt.Errorf("%w: %v", errExitedEarly, s.proc.err)
+		case <-s.proc.Exited():
+			return fmt.Errorf("%w: %v", errExitedEarly, s.proc.Err())
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
@@ -376,27 +426,35 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// findBinary finds a server binary on PATH, in $GOBIN or in the bin
-// directory of each GOPATH entry. A missing binary skips the test, or fails
-// it when CI is set.
+// findBinary finds a server binary for a test. A missing binary skips the
+// test, or fails it when CI is set.
 func findBinary(t testing.TB, k kind) string {
 	t.Helper()
-	if path, err := exec.LookPath(k.name); err == nil {
+	path, err := lookBinary(k)
+	if err == nil {
 		return path
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%v; CI is set, so the S3 tests must not be skipped", err)
+	}
+	t.Skip(err)
+	return ""
+}
+
+// lookBinary finds a server binary on PATH, in $GOBIN or in the bin
+// directory of each GOPATH entry.
+func lookBinary(k kind) (string, error) {
+	if path, err := exec.LookPath(k.name); err == nil {
+		return path, nil
 	}
 	for _, dir := range goBinDirs() {
 		path := filepath.Join(dir, k.name)
 		if fi, err := os.Stat(path); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return path
+			return path, nil
 		}
 	}
-	msg := fmt.Sprintf("%s is not installed (looked on PATH and in %s); install it with %s, or run %s to install both S3 test servers",
-		k.name, strings.Join(goBinDirs(), ", "), k.install, installScript)
-	if os.Getenv("CI") != "" {
-		t.Fatalf("s3server: %s; CI is set, so the S3 tests must not be skipped", msg)
-	}
-	t.Skipf("s3server: %s", msg)
-	return ""
+	return "", fmt.Errorf("%w: %s is not on PATH nor in %s; install it with %s, or run %s to install both S3 test servers",
+		ErrNotInstalled, k.name, strings.Join(goBinDirs(), ", "), k.install, installScript)
 }
 
 var (
