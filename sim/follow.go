@@ -87,7 +87,11 @@ func (fl *follow) tick() {
 		fl.drop()
 	case discovery.Scan:
 		fl.drop()
-		fl.scan(fl.gen, &discovery.EpochScan{})
+		sc := &discovery.EpochScan{}
+		if fl.replica != nil {
+			sc.After, sc.Known = fl.replica.Index, fl.replica.Epoch
+		}
+		fl.scan(fl.gen, sc)
 	case discovery.TakeOver:
 		fl.w.faults.Takeovers++
 		fl.w.logf("%s takes over", fl.owner.Name())

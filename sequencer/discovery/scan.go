@@ -19,6 +19,15 @@ import (
 // Any storage error abandons the scan (the driver reports Failed to its
 // Follower and starts a new EpochScan later).
 type EpochScan struct {
+	// After and Known, if After > 0, say the scanner already knows the
+	// log up to entry After, whose newest epoch is Known (a follower's
+	// replica): only the entries after it are read, and if none of them is
+	// an epoch entry the answer is Known. A follower that lost its
+	// sequencer then reads just the few entries since, not the whole log
+	// since the last snapshot.
+	After uint64
+	Known sequencer.EpochOp
+
 	stage   scanStage
 	snap    uint64   // newest snapshot index, 0 if none
 	entries []uint64 // log entries after snap, ascending
@@ -47,6 +56,9 @@ type ScanStep struct {
 
 // Next returns the read to do, or Done.
 func (s *EpochScan) Next() ScanStep {
+	if s.stage == listSnaps && s.After > 0 {
+		s.snap, s.stage = s.After, listLog
+	}
 	switch s.stage {
 	case listSnaps:
 		return ScanStep{List: true, Prefix: sequencer.SnapPrefix}
@@ -126,7 +138,10 @@ func (s *EpochScan) skipIfNoEntries() {
 	if s.next >= 0 {
 		return
 	}
-	if s.snap > 0 {
+	if s.After > 0 {
+		s.result = s.Known
+		s.stage = scanDone
+	} else if s.snap > 0 {
 		s.stage = readSnap
 	} else {
 		s.stage = scanDone // an empty log: no sequencer has ever run

@@ -8,8 +8,11 @@ import (
 
 // runScan drives a scan over a fake store and counts its reads.
 func runScan(t *testing.T, objects map[string][]byte) (sequencer.EpochOp, int) {
+	return runScanFrom(t, objects, &EpochScan{})
+}
+
+func runScanFrom(t *testing.T, objects map[string][]byte, sc *EpochScan) (sequencer.EpochOp, int) {
 	t.Helper()
-	var sc EpochScan
 	reads := 0
 	for {
 		step := sc.Next()
@@ -98,5 +101,23 @@ func TestScanRejectsAMissingListedEntry(t *testing.T) {
 	sc.Listed([]string{sequencer.LogKey(1)})
 	if err := sc.Got(nil, false); err == nil {
 		t.Fatal("a listed entry that is missing was accepted")
+	}
+}
+
+func TestScanAfterAReplicaReadsOnlyTheNewEntries(t *testing.T) {
+	objects := map[string][]byte{
+		sequencer.LogKey(1): entry(epoch(1, "a:1")),
+		sequencer.LogKey(2): entry(batch()),
+		sequencer.LogKey(3): entry(batch()),
+		sequencer.LogKey(4): entry(batch()),
+	}
+	known := sequencer.EpochOp{Epoch: 1, Addr: "a:1"}
+	got, reads := runScanFrom(t, objects, &EpochScan{After: 3, Known: known})
+	if got != known || reads != 2 {
+		t.Fatalf("got %+v in %d reads; want the known epoch after one list and one entry", got, reads)
+	}
+	objects[sequencer.LogKey(5)] = entry(epoch(2, "b:1"))
+	if got, _ := runScanFrom(t, objects, &EpochScan{After: 3, Known: known}); got.Addr != "b:1" {
+		t.Fatalf("got %+v, want the new epoch at b:1", got)
 	}
 }

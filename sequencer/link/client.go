@@ -71,6 +71,7 @@ type Client struct {
 	pending map[uint64]*request // sent on cur, awaiting a reply
 	held    []*request          // not yet sent, in submission order
 	applied uint64              // index of the newest state or update delivered
+	epoch   sequencer.EpochOp   // the newest epoch entry among them
 	durable uint64              // newest durable index heard
 	behind  time.Time           // since when applied < durable, zero if not
 	stopped bool
@@ -256,7 +257,7 @@ func (c *Client) tick(now time.Time) {
 		failed = append(failed, c.dropLocked(errors.New("link: sequencer silent"))...)
 	case discovery.Scan:
 		c.wg.Add(1)
-		go c.scan(gen)
+		go c.scan(gen, c.applied, c.epoch)
 	case discovery.TakeOver:
 		c.stopped = true
 		failed = append(failed, c.dropAll()...)
@@ -337,7 +338,7 @@ func (c *Client) connect(gen int, addr string) {
 	// Deliver the state before any request is sent on the connection: a
 	// reply must never reach the agent before the state it rests on.
 	c.deliverMu.Lock()
-	c.applied = st.Index
+	c.applied, c.epoch = st.Index, st.Epoch
 	c.mu.Unlock()
 	c.onState(st)
 	c.deliverMu.Unlock()
@@ -405,6 +406,11 @@ func (c *Client) read(gen int, cn *conn, r *deadlineReader) {
 			}
 			c.deliverMu.Lock()
 			c.applied = max(c.applied, f.Index)
+			for _, op := range e.Ops {
+				if op.Epoch != nil {
+					c.epoch = *op.Epoch
+				}
+			}
 			c.mu.Unlock()
 			c.onUpdate(sequencer.Update{Index: f.Index, Entry: e, Data: f.Data})
 			c.deliverMu.Unlock()
@@ -414,12 +420,13 @@ func (c *Client) read(gen int, cn *conn, r *deadlineReader) {
 	}
 }
 
-// scan reads the newest epoch entry from the store.
-func (c *Client) scan(gen int) {
+// scan reads the newest epoch entry from the store: only the entries after
+// the last one delivered, if any was.
+func (c *Client) scan(gen int, after uint64, known sequencer.EpochOp) {
 	defer c.wg.Done()
 	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 	defer cancel()
-	epoch, err := node.FindActive(ctx, c.cfg.Store)
+	epoch, err := node.FindActiveAfter(ctx, c.cfg.Store, after, known)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen != gen {

@@ -396,7 +396,14 @@ func nonce() string {
 // gone. Agents and standbys use it to find the sequencer; so do operators'
 // tools.
 func FindActive(ctx context.Context, store objectio.Store) (sequencer.EpochOp, error) {
-	var sc discovery.EpochScan
+	return FindActiveAfter(ctx, store, 0, sequencer.EpochOp{})
+}
+
+// FindActiveAfter is FindActive for a reader that knows the log up to entry
+// after, with known the newest epoch in it: it reads only the entries since
+// (see discovery.EpochScan).
+func FindActiveAfter(ctx context.Context, store objectio.Store, after uint64, known sequencer.EpochOp) (sequencer.EpochOp, error) {
+	sc := discovery.EpochScan{After: after, Known: known}
 	for {
 		step := sc.Next()
 		switch {
