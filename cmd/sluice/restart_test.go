@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // sluiceBinary is built once by TestMain.
@@ -100,48 +99,24 @@ func TestSIGKILLDuringIdempotentProduceLosesNothing(t *testing.T) {
 	b := startBinary(t, dataDir, addr)
 	defer func() { b.kill() }()
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic),
-		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
-		kgo.RecordRetries(1<<30), kgo.RecordDeliveryTimeout(2*time.Minute),
-		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
+	pl := newProducer(t, addr, topic)
+	if _, err := kadm.NewClient(pl.client).CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
 		t.Fatal(err)
 	}
-
-	var (
-		mu    sync.Mutex
-		acked = map[string]ack{}
-		fails int
-		wg    sync.WaitGroup
-	)
 	stop := make(chan struct{})
-	produced := 0
+	var producing sync.WaitGroup
+	producing.Add(1)
 	go func() {
+		defer producing.Done()
 		for i := 0; ; i++ {
 			select {
 			case <-stop:
 				return
 			default:
 			}
-			wg.Add(1)
-			produced++
-			v := strconv.Itoa(i)
-			cl.Produce(ctx, &kgo.Record{Value: []byte(v)}, func(r *kgo.Record, err error) {
-				defer wg.Done()
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					fails++
-					return
-				}
-				acked[v] = ack{r.Partition, r.Offset}
-			})
+			pl.produce(ctx, strconv.Itoa(i))
 			if i%64 == 63 {
 				time.Sleep(time.Millisecond) // keep memory bounded; still thousands of records a second
 			}
@@ -154,49 +129,18 @@ func TestSIGKILLDuringIdempotentProduceLosesNothing(t *testing.T) {
 	}
 	time.Sleep(500 * time.Millisecond)
 	close(stop)
-	wg.Wait()
-	if fails > 0 {
-		t.Errorf("%d records failed to produce despite unbounded retries", fails)
+	producing.Wait()
+	pl.wg.Wait()
+	if pl.fails > 0 {
+		t.Errorf("%d records failed to produce despite unbounded retries", pl.fails)
 	}
-	if len(acked) < 1000 {
-		t.Fatalf("only %d records were acknowledged across %d kills; the test proves little", len(acked), kills)
+	if len(pl.acked) < 1000 {
+		t.Fatalf("only %d records were acknowledged across %d kills; the test proves little", len(pl.acked), kills)
 	}
 
 	// Read everything back after one more crash.
 	b.kill()
 	b = startBinary(t, dataDir, addr)
-	offsets := map[int32]kgo.Offset{}
-	for p := int32(0); p < partitions; p++ {
-		offsets[p] = kgo.NewOffset().AtStart()
-	}
-	cons, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
-	seen := map[string]ack{}
-	for len(seen) < len(acked) {
-		fs := cons.PollFetches(ctx)
-		if ctx.Err() != nil {
-			break
-		}
-		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
-		fs.EachRecord(func(r *kgo.Record) {
-			v := string(r.Value)
-			if prev, dup := seen[v]; dup {
-				t.Errorf("record %s stored twice: %v and %d/%d", v, prev, r.Partition, r.Offset)
-			}
-			seen[v] = ack{r.Partition, r.Offset}
-		})
-	}
-	lost := 0
-	for v, a := range acked {
-		if got, ok := seen[v]; !ok || got != a {
-			lost++
-			if lost <= 10 {
-				t.Errorf("acknowledged record %s at %d/%d: read back at %v (present %v)", v, a.partition, a.offset, got, ok)
-			}
-		}
-	}
-	t.Logf("%d produced, %d acknowledged, %d read back, %d kills, %d lost", produced, len(acked), len(seen), kills+1, lost)
+	verifyReadBack(t, ctx, addr, topic, partitions, pl.acked)
+	t.Logf("%d produced, %d acknowledged, %d kills", pl.sent, len(pl.acked), kills+1)
 }
