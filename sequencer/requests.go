@@ -1,5 +1,7 @@
 package sequencer
 
+import "github.com/twmb/franz-go/pkg/kmsg"
+
 // Requests an agent sends the sequencer, and the replies it gets. Each request
 // names one thing to decide; the agent fans a Kafka request out into several
 // and gathers the replies.
@@ -91,4 +93,16 @@ type InitProducerReply struct {
 	Err        int16
 	ProducerID int64
 	Epoch      int16
+}
+
+// Accepts reports whether body is a request the sequencer decides: a driver
+// that takes requests from the network checks this first, since Step
+// assumes its callers send only these.
+func Accepts(body any) bool {
+	switch body.(type) {
+	case *CommitRequest, *CreateTopicRequest, *DeleteTopicRequest, *CreatePartitionsRequest, *InitProducerRequest,
+		*kmsg.OffsetFetchRequest, *kmsg.DeleteGroupsRequest, *kmsg.OffsetDeleteRequest:
+		return true
+	}
+	return isGroupRequest(body)
 }

@@ -154,6 +154,19 @@ func TestServerClosesAConnectionThatSendsGarbage(t *testing.T) {
 	if _, err := bad.Read(make([]byte, 1)); err == nil {
 		t.Fatal("the server answered garbage instead of closing")
 	}
+	// A well-formed frame whose body the sequencer does not take (a reply
+	// sent as a request) is bad input too.
+	odd, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer odd.Close()
+	frame, _ := AppendFrame(nil, Frame{Kind: KindRequest, ID: 1, Body: &sequencer.CommitReply{}})
+	odd.Write(frame)
+	odd.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := odd.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the server answered a reply sent as a request")
+	}
 	var f follower
 	c := NewClient(ClientConfig{Seed: s.Addr(), Store: store})
 	defer c.Close()

@@ -2,6 +2,7 @@ package link
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -137,6 +138,11 @@ func (s *Server) serve(c *conn) {
 			}
 			unsubscribe = s.subscribe(c)
 		case KindRequest:
+			if !sequencer.Accepts(f.Body) {
+				s.cfg.Logger.Warn("link: request the sequencer does not take; closing connection", "peer", c.nc.RemoteAddr(), "body", fmt.Sprintf("%T", f.Body))
+				c.close(errors.New("link: unexpected request"))
+				return
+			}
 			id := f.ID
 			s.node.Submit(f.Body, func(reply any) { c.send(Frame{Kind: KindReply, ID: id, Body: reply}) })
 		default:
