@@ -14,6 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicedb/sluice/internal/balancer"
 )
 
 // brokerSpec says how to start one broker under test.
@@ -23,6 +25,10 @@ type brokerSpec struct {
 	// temporary directory it may keep data in.
 	args func(addr, dir string) []string
 	bin  func(b binaries) string
+	// agents > 0 makes it a distributed cluster instead: a `sluice
+	// sequencer` and that many `sluice agent`s on a dir store, behind a TCP
+	// balancer listening on addr. args then builds the agents' extra flags.
+	agents int
 }
 
 type binaries struct{ sluice, kfake string }
@@ -45,16 +51,21 @@ func brokerSpecs(sluiceFlags []string) []brokerSpec {
 			args: serve(func(string) string { return "mem://" })},
 		{name: "sluice-dir", bin: func(b binaries) string { return b.sluice },
 			args: serve(func(dir string) string { return "dir://" + filepath.Join(dir, "data") })},
+		{name: "sluice-2agents", bin: func(b binaries) string { return b.sluice }, agents: 2,
+			args: func(string, string) []string { return sluiceFlags }},
 	}
 }
 
-// brokerProc is a running broker process.
+// brokerProc is a running broker process (for a cluster, the sequencer,
+// with the agents in others and the balancer in lb).
 type brokerProc struct {
 	cmd    *exec.Cmd
 	addr   string
 	dir    string
 	logf   *os.File
 	exited chan error
+	others []*exec.Cmd
+	lb     *balancer.Balancer
 }
 
 // startBroker starts spec's broker on a free port of 127.0.0.1 and waits
@@ -73,7 +84,16 @@ func startBroker(ctx context.Context, spec brokerSpec, bins binaries) (*brokerPr
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	cmd := exec.Command(spec.bin(bins), spec.args(addr, dir)...)
+	args := spec.args(addr, dir)
+	seqAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	store := "dir://" + filepath.Join(dir, "data")
+	if spec.agents > 0 {
+		args = []string{"sequencer", "--listen", seqAddr, "--store", store, "--admin-addr=", "--log-level", "warn"}
+	}
+	cmd := exec.Command(spec.bin(bins), args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -82,6 +102,12 @@ func startBroker(ctx context.Context, spec brokerSpec, bins binaries) (*brokerPr
 	}
 	p := &brokerProc{cmd: cmd, addr: addr, dir: dir, logf: logf, exited: make(chan error, 1)}
 	go func() { p.exited <- cmd.Wait() }()
+	if spec.agents > 0 {
+		if err := p.startAgents(spec, bins, seqAddr, store); err != nil {
+			p.stop()
+			return nil, err
+		}
+	}
 	if err := p.waitReady(ctx); err != nil {
 		p.stop()
 		return nil, err
@@ -130,13 +156,57 @@ func (p *brokerProc) logTail() string {
 	return string(b[max(0, len(b)-logTailBytes):])
 }
 
-func (p *brokerProc) pid() int { return p.cmd.Process.Pid }
+// startAgents starts spec.agents agents following the sequencer at seqAddr,
+// all advertising the balancer, and the balancer on p.addr.
+func (p *brokerProc) startAgents(spec brokerSpec, bins binaries, seqAddr, store string) error {
+	var addrs []string
+	for range spec.agents {
+		a, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		addrs = append(addrs, a)
+		cmd := exec.Command(spec.bin(bins), append([]string{"agent", "--listen", a, "--sequencer", seqAddr,
+			"--advertise", p.addr, "--store", store, "--admin-addr=", "--log-level", "warn"}, spec.args(a, p.dir)...)...)
+		cmd.Stdout, cmd.Stderr = p.logf, p.logf
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		p.others = append(p.others, cmd)
+	}
+	lb, err := balancer.Start(p.addr, addrs, nil)
+	p.lb = lb
+	return err
+}
+
+// pids are the broker's processes: their CPU time is the broker's.
+func (p *brokerProc) pids() []int {
+	pids := []int{p.cmd.Process.Pid}
+	for _, o := range p.others {
+		pids = append(pids, o.Process.Pid)
+	}
+	return pids
+}
 
 // stopMax is how long a broker gets to exit after SIGTERM before SIGKILL.
 const stopMax = 15 * time.Second
 
 // stop ends the broker and removes its directory.
 func (p *brokerProc) stop() {
+	if p.lb != nil {
+		p.lb.Close()
+	}
+	for _, o := range p.others {
+		_ = o.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { o.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(stopMax):
+			_ = o.Process.Kill()
+			<-done
+		}
+	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.exited:

@@ -57,7 +57,7 @@ func main() {
 	flag.IntVar(&c.rateBytes, "rate-bytes", 2_000_000, "bytes per second of the fixed-rate produce (its latency goes in the table)")
 	flag.DurationVar(&c.rateDuration, "rate-duration", 10*time.Second, "how long the fixed-rate produce runs")
 	flag.BoolVar(&c.verbose, "v", false, "print the load generator's progress lines")
-	only := flag.String("brokers", "kfake,sluice-mem,sluice-dir", "which brokers to run, in order")
+	only := flag.String("brokers", "kfake,sluice-mem,sluice-dir,sluice-2agents", "which brokers to run, in order (sluice-2agents: a sequencer and 2 agents behind a balancer, dir store)")
 	sluiceFlags := flag.String("sluice-flags", "", "extra flags for `sluice serve`, space-separated (e.g. \"--flush-window 50ms\")")
 	sluiceBin := flag.String("sluice-bin", "", "a built sluice binary (default: go build ./cmd/sluice)")
 	kfakeBin := flag.String("kfake-bin", "", "a built kfake binary (default: go build ./bench/cmd/kfake)")
@@ -79,7 +79,7 @@ func compare(ctx context.Context, c config, only string, sluiceFlags []string, s
 	for _, name := range strings.Split(only, ",") {
 		i := slices.IndexFunc(all, func(s brokerSpec) bool { return s.name == name })
 		if i < 0 {
-			return fmt.Errorf("unknown broker %q (have kfake, sluice-mem, sluice-dir)", name)
+			return fmt.Errorf("unknown broker %q (have kfake, sluice-mem, sluice-dir, sluice-2agents)", name)
 		}
 		specs = append(specs, all[i])
 	}
@@ -180,7 +180,7 @@ func measure(ctx context.Context, c config, spec brokerSpec, bins binaries) row 
 		load.Progress = func(pr bench.Progress) { fmt.Fprintf(os.Stderr, "%s %v\n", spec.name, pr) }
 	}
 
-	cpuBefore, err := procCPU(p.pid())
+	cpuBefore, err := procsCPU(p.pids())
 	if err != nil {
 		r.Err = err.Error()
 		return r
@@ -192,7 +192,7 @@ func measure(ctx context.Context, c config, spec brokerSpec, bins binaries) row 
 		r.Err = fmt.Sprintf("max-rate produce: %v", err)
 		return r
 	}
-	cpuAfter, err := procCPU(p.pid())
+	cpuAfter, err := procsCPU(p.pids())
 	if err != nil {
 		r.Err = err.Error()
 		return r
@@ -214,7 +214,7 @@ func measure(ctx context.Context, c config, spec brokerSpec, bins binaries) row 
 	if v := verdict(rres); v != "ok" {
 		r.Verified += "; fixed rate: " + v
 	}
-	if rss, err := procPeakRSS(p.pid()); err == nil {
+	if rss, err := procsPeakRSS(p.pids()); err == nil {
 		r.PeakRSSMiB = float64(rss) / (1 << 20)
 	}
 	if err := res.Err(); err != nil {

@@ -69,3 +69,29 @@ func procPeakRSS(pid int) (int64, error) {
 	}
 	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
 }
+
+// procsCPU sums procCPU over processes.
+func procsCPU(pids []int) (time.Duration, error) {
+	var total time.Duration
+	for _, pid := range pids {
+		d, err := procCPU(pid)
+		if err != nil {
+			return 0, err
+		}
+		total += d
+	}
+	return total, nil
+}
+
+// procsPeakRSS sums procPeakRSS over processes.
+func procsPeakRSS(pids []int) (int64, error) {
+	var total int64
+	for _, pid := range pids {
+		n, err := procPeakRSS(pid)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
