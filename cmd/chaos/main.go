@@ -359,8 +359,11 @@ func (r *runner) summarize(read int, hwm map[int32]int64, readErr error, violati
 		r.rec.consumed.Load(), r.rec.consumeErrs.Load(), samples, sampleErrs)
 	fmt.Printf("  kills:      agent %d, sequencer %d\n", agent, seq)
 	if len(times) > 0 {
-		fmt.Printf("  failovers:  %d measured, p50 %v, max %v", len(times),
-			times[len(times)/2].Round(time.Millisecond), times[len(times)-1].Round(time.Millisecond))
+		fmt.Printf("  failovers:  %d measured, p50 %v, p90 %v, max %v", len(times),
+			times[len(times)/2].Round(time.Millisecond), times[len(times)*9/10].Round(time.Millisecond), times[len(times)-1].Round(time.Millisecond))
+		if o := r.o; o.verbose {
+			fmt.Printf(" (all: %v)", times)
+		}
 	} else {
 		fmt.Printf("  failovers:  none measured")
 	}

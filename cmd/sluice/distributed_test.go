@@ -102,7 +102,9 @@ type cluster struct {
 	lb         *balancer.Balancer
 }
 
-func startCluster(t *testing.T, sequencers, agents int, extraSeqArgs ...string) *cluster {
+// startCluster starts the processes; agentArgs are extra flags for every
+// agent (the flush window, say).
+func startCluster(t *testing.T, sequencers, agents int, agentArgs ...string) *cluster {
 	t.Helper()
 	c := &cluster{t: t, store: "dir://" + t.TempDir()}
 	agentAddrs := make([]string, agents)
@@ -121,7 +123,7 @@ func startCluster(t *testing.T, sequencers, agents int, extraSeqArgs ...string) 
 		if i > 0 {
 			args = append(args, "--standby")
 		}
-		p := startProcess(t, fmt.Sprintf("seq%d", i), append(args, extraSeqArgs...)...)
+		p := startProcess(t, fmt.Sprintf("seq%d", i), args...)
 		if i == 0 {
 			p.waitFor("sequencer active", 20*time.Second)
 		}
@@ -129,8 +131,9 @@ func startCluster(t *testing.T, sequencers, agents int, extraSeqArgs ...string) 
 		c.seqAddrs = append(c.seqAddrs, addr)
 	}
 	for i, addr := range agentAddrs {
-		p := startProcess(t, fmt.Sprintf("agent%d", i), "agent", "--listen", addr, "--sequencer", c.seqAddrs[0],
-			"--advertise", lb.Addr(), "--store", c.store, "--admin-addr", "", "--flush-window", "20ms", "--log-level", "info")
+		args := []string{"agent", "--listen", addr, "--sequencer", c.seqAddrs[0],
+			"--advertise", lb.Addr(), "--store", c.store, "--admin-addr", "", "--log-level", "info"}
+		p := startProcess(t, fmt.Sprintf("agent%d", i), append(args, agentArgs...)...)
 		p.waitFor("sluice agent serving", 20*time.Second)
 		c.agents = append(c.agents, p)
 	}
@@ -292,7 +295,7 @@ func TestAgentsBehindALoadBalancer(t *testing.T) {
 		partitions = 8
 		records    = 4000
 	)
-	c := startCluster(t, 2, 3)
+	c := startCluster(t, 2, 3, "--flush-window", "20ms")
 	c.dumpLogsOnFailure()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -376,7 +379,8 @@ func TestAgentsBehindALoadBalancer(t *testing.T) {
 // again while an idempotent producer writes through the balancer; each time
 // the standby takes over and the killed one comes back as a standby. Every
 // acknowledged record is read back at its offset, and the failover time
-// (SIGKILL to the next produce acknowledgement) is reported.
+// (SIGKILL to the next produce acknowledgement) is reported. Everything
+// runs with the default settings (lease, heartbeat, flush window).
 func TestSequencerFailoverLosesNothing(t *testing.T) {
 	const (
 		topic      = "failover"
