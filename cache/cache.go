@@ -43,6 +43,12 @@ func Key(object string, pos int64) string {
 // ObjectKey names a whole data object (read once on a miss, then split).
 func ObjectKey(object string) string { return "object:" + object }
 
+// WrittenKey names a whole data object this agent wrote, cached at commit:
+// its committed batches were patched in place, so they are served as slices
+// of it. Caching the object rather than its batches keeps the cache's
+// account true: a cached slice would pin the whole object's memory.
+func WrittenKey(object string) string { return "written:" + object }
+
 // Get returns the cached bytes for key.
 func (c *Cache) Get(key string) ([]byte, bool) { return c.rc.Get(key) }
 

@@ -123,6 +123,7 @@ type Agent struct {
 
 	writeMu sync.Mutex
 	writer  *core.Writer
+	drained *sync.Cond // on writeMu: the writer's backlog shrank
 	timer   *time.Timer
 	timerAt time.Time // the deadline timer is armed for
 
@@ -151,6 +152,7 @@ func NewAgent(cfg Config, seq Sequencer, store objectio.Store) (*Agent, error) {
 		ctx:    ctx, cancel: cancel,
 	}
 	a.writer.OnCommitted = a.writeThrough
+	a.drained = sync.NewCond(&a.writeMu)
 	seq.Follow(a.reset, a.apply)
 	a.mu.RLock()
 	defer a.mu.RUnlock()
@@ -214,6 +216,9 @@ func (a *Agent) Close(ctx context.Context) {
 	case <-ctx.Done():
 	}
 	a.cancel()
+	a.writeMu.Lock()
+	a.drained.Broadcast() // producers held by back-pressure give up
+	a.writeMu.Unlock()
 	a.cache.Close()
 }
 

@@ -30,6 +30,13 @@ const commitTimeout = 15 * time.Second
 func (a *Agent) appendBatch(batch []byte, c sequencer.BatchCommit, done func(sequencer.BatchResult)) {
 	a.writeMu.Lock()
 	defer a.writeMu.Unlock()
+	// Back-pressure: while the store or the sequencer is behind, at most
+	// backlogObjects objects wait. This holds the connection's event loop,
+	// so its producers' TCP windows fill and they slow down, rather than
+	// the agent's memory growing without bound.
+	for a.writer.Backlog() >= backlogObjects*a.cfg.FlushBytes && a.ctx.Err() == nil {
+		a.drained.Wait()
+	}
 	deadline, open := a.writer.Append(time.Now(), batch, c, done)
 	if open && !deadline.Equal(a.timerAt) {
 		// A new window, or an idle deadline that moved with this batch.
@@ -60,20 +67,26 @@ func (a *Agent) flushNow() {
 	a.drive()
 }
 
-// writeThrough puts freshly committed batches into the cache and waits until
-// they are visible, so that consumers waiting for them find them there.
-func (a *Agent) writeThrough(batches []core.Committed) {
+// writeThrough puts a freshly committed object into the cache and waits
+// until it is visible, so that consumers waiting for its batches find them
+// there.
+func (a *Agent) writeThrough(o *core.SealedObject, batches []core.Committed) {
 	for _, c := range batches {
 		a.metrics.producedBatches.Add(1)
 		a.metrics.producedBytes.Add(c.Entry.Len)
-		a.cache.Put(cache.Key(c.Entry.Object, c.Entry.Pos), c.Bytes)
 	}
+	a.cache.Put(cache.WrittenKey(o.Key), o.Data)
 	a.cache.Settle()
 }
+
+// backlogObjects bounds the sealed objects an agent holds in memory while it
+// writes and commits them.
+const backlogObjects = 4
 
 // drive carries out the Writer's Ready. Called with writeMu held. Commits
 // are submitted in order while the lock is held; Submit only enqueues.
 func (a *Agent) drive() {
+	a.drained.Broadcast() // a PUT or commit may have finished
 	rd := a.writer.Ready()
 	for _, o := range rd.Puts {
 		a.wg.Add(1)

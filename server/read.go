@@ -24,7 +24,7 @@ func (a *Agent) cached(parts []*core.PartRead) bool {
 	for _, pr := range parts {
 		pr.Batches = pr.Batches[:0]
 		for _, e := range pr.Entries {
-			b, ok := a.cache.Get(cache.Key(e.Object, e.Pos))
+			b, ok := a.cachedBatch(e)
 			if !ok {
 				all = false
 				break
@@ -51,6 +51,15 @@ func (a *Agent) load(ctx context.Context, parts []*core.PartRead) error {
 	return nil
 }
 
+// cachedBatch returns a batch from the cache: a slice of an object this
+// agent wrote, or a batch loaded from the store before.
+func (a *Agent) cachedBatch(e sequencer.IndexEntry) ([]byte, bool) {
+	if obj, ok := a.cache.Get(cache.WrittenKey(e.Object)); ok && e.Pos+e.Len <= int64(len(obj)) {
+		return obj[e.Pos : e.Pos+e.Len : e.Pos+e.Len], true
+	}
+	return a.cache.Get(cache.Key(e.Object, e.Pos))
+}
+
 // loadBatch returns one batch's bytes, patched with its offset. On a miss
 // it reads the whole data object once (single-flight, and cached itself), so
 // that a consumer catching up costs about one GET per object, not one per
@@ -58,6 +67,9 @@ func (a *Agent) load(ctx context.Context, parts []*core.PartRead) error {
 // A batch read from the store is checked against its CRC before it is
 // trusted.
 func (a *Agent) loadBatch(ctx context.Context, e sequencer.IndexEntry) ([]byte, error) {
+	if b, ok := a.cachedBatch(e); ok {
+		return b, nil
+	}
 	return a.cache.Load(cache.Key(e.Object, e.Pos), func() ([]byte, error) {
 		obj, err := a.cache.Load(cache.ObjectKey(e.Object), func() ([]byte, error) {
 			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -43,7 +43,7 @@ func (a *AgentProc) start() {
 	a.inc++
 	a.writer = core.NewWriter(fmt.Sprintf("%s-%d", a.name, a.inc),
 		core.FlushConfig{Window: a.w.cfg.FlushWindow, Idle: a.w.cfg.FlushIdle, SizeMax: a.w.cfg.FlushBytes}, putAttemptsMax)
-	a.writer.OnCommitted = func(cs []core.Committed) {
+	a.writer.OnCommitted = func(_ *core.SealedObject, cs []core.Committed) {
 		for _, c := range cs {
 			a.cache[cacheKey(c.Entry)] = c.Bytes
 		}

@@ -27,10 +27,11 @@ type Writer struct {
 	committing  map[string]*objectWrite // commit sent, reply awaited
 	ready       WriterReady
 
-	// OnCommitted, if set, is called with the batches of an object that got
-	// new offsets, after their bytes were patched in place and before their
-	// producers are answered: the agent's write-through into its cache.
-	OnCommitted func([]Committed)
+	// OnCommitted, if set, is called with an object and its batches that
+	// got new offsets, after their bytes were patched in place and before
+	// their producers are answered: the agent's write-through into its
+	// cache.
+	OnCommitted func(*SealedObject, []Committed)
 }
 
 // Committed is a batch that got offsets: its patched bytes and index entry.
@@ -175,7 +176,7 @@ func (w *Writer) CommitDone(key string, reply *sequencer.CommitReply) {
 		committed = append(committed, Committed{Bytes: b, Entry: e})
 	}
 	if w.OnCommitted != nil && len(committed) > 0 {
-		w.OnCommitted(committed)
+		w.OnCommitted(o, committed)
 	}
 	for i := range o.Batches {
 		res := reply.Results[i]
@@ -184,6 +185,19 @@ func (w *Writer) CommitDone(key string, reply *sequencer.CommitReply) {
 		}
 		o.Batches[i].Done(res)
 	}
+}
+
+// Backlog is the bytes of sealed objects not yet committed: being written,
+// waiting for their turn, or waiting for the sequencer.
+func (w *Writer) Backlog() int {
+	n := 0
+	for _, ow := range w.queue {
+		n += len(ow.obj.Data)
+	}
+	for _, ow := range w.committing {
+		n += len(ow.obj.Data)
+	}
+	return n
 }
 
 // Ready returns what the driver must do and forgets it.
