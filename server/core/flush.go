@@ -58,10 +58,15 @@ func NewFlush(keyPrefix string, cfg FlushConfig) *Flush {
 	return &Flush{keyPrefix: keyPrefix, cfg: cfg}
 }
 
-// Add copies batch into the open buffer. It returns the buffer sealed if it
-// is now full; otherwise the caller must make sure Tick runs at Deadline(),
-// which may have moved.
-func (f *Flush) Add(now time.Time, batch []byte, c sequencer.BatchCommit, done func(sequencer.BatchResult)) (sealed *SealedObject) {
+// Add copies batch into the open buffer and returns the buffers it sealed:
+// the open one first, if the batch does not fit beside it (so that a full
+// buffer is never copied into a larger one), and the batch's own, if it
+// fills it. If a buffer is left open the caller must make sure Tick runs
+// at Deadline(), which may have moved.
+func (f *Flush) Add(now time.Time, batch []byte, c sequencer.BatchCommit, done func(sequencer.BatchResult)) (sealed []*SealedObject) {
+	if len(f.batches) > 0 && len(f.buf)+len(batch) > f.cfg.SizeMax {
+		sealed = append(sealed, f.Seal())
+	}
 	f.lastAdd = now
 	if len(f.batches) == 0 {
 		f.openedAt = now
@@ -75,9 +80,9 @@ func (f *Flush) Add(now time.Time, batch []byte, c sequencer.BatchCommit, done f
 	f.buf = append(f.buf, batch...)
 	f.batches = append(f.batches, PendingBatch{Commit: c, Done: done})
 	if len(f.buf) >= f.cfg.SizeMax {
-		return f.Seal()
+		sealed = append(sealed, f.Seal())
 	}
-	return nil
+	return sealed
 }
 
 // Deadline is when the open buffer must be sealed.

@@ -15,7 +15,7 @@ func noop(sequencer.BatchResult) {}
 func TestFlushSealsWhenTheWindowEnds(t *testing.T) {
 	f := NewFlush("agent-x", FlushConfig{Window: 250 * time.Millisecond, SizeMax: 1 << 20})
 	if sealed := f.Add(t0, []byte("aaa"), sequencer.BatchCommit{Topic: "t"}, noop); sealed != nil || !f.Deadline().Equal(t0.Add(250*time.Millisecond)) {
-		t.Fatalf("first batch: sealed=%v deadline %v, want an open window ending at 250ms", sealed != nil, f.Deadline().Sub(t0))
+		t.Fatalf("first batch: sealed %d, deadline %v; want an open window ending at 250ms", len(sealed), f.Deadline().Sub(t0))
 	}
 	f.Add(t0.Add(100*time.Millisecond), []byte("bb"), sequencer.BatchCommit{Topic: "u", Partition: 3}, noop)
 	if !f.Deadline().Equal(t0.Add(250 * time.Millisecond)) {
@@ -48,16 +48,29 @@ func TestFlushSealsEarlyAtTheByteLimit(t *testing.T) {
 	if s := f.Add(t0, make([]byte, 6), sequencer.BatchCommit{}, noop); s != nil {
 		t.Fatal("sealed below the limit")
 	}
+	// The next batch does not fit beside the first: the open buffer is
+	// sealed before it, never grown past the limit.
 	s := f.Add(t0, make([]byte, 6), sequencer.BatchCommit{}, noop)
-	if s == nil || len(s.Data) != 12 {
+	if len(s) != 1 || len(s[0].Data) != 6 || cap(s[0].Data) > 10 {
+		t.Fatalf("sealed %d objects; want the first 6 bytes alone, in a buffer no bigger than the limit", len(s))
+	}
+	// A batch that fills its own buffer is sealed at once.
+	s = f.Add(t0, make([]byte, 4), sequencer.BatchCommit{}, noop)
+	if len(s) != 1 || len(s[0].Data) != 10 || len(s[0].Batches) != 2 {
 		t.Fatal("not sealed at the byte limit")
 	}
 	f.Add(t0.Add(time.Second), []byte{1}, sequencer.BatchCommit{}, noop)
 	if !f.Deadline().Equal(t0.Add(time.Second + time.Hour)) {
 		t.Fatal("the batch after a seal did not open a new window")
 	}
-	if s := f.Seal(); s == nil || s.Key != "data/a/00000000000000000002" {
+	if s := f.Seal(); s == nil || s.Key != "data/a/00000000000000000003" {
 		t.Fatal("keys do not advance per object")
+	}
+	// A batch larger than the limit gets an object of its own.
+	f.Add(t0, make([]byte, 3), sequencer.BatchCommit{}, noop)
+	s = f.Add(t0, make([]byte, 25), sequencer.BatchCommit{}, noop)
+	if len(s) != 2 || len(s[0].Data) != 3 || len(s[1].Data) != 25 || !f.Empty() {
+		t.Fatalf("an oversized batch: sealed %d objects, want the open one and its own", len(s))
 	}
 }
 

@@ -68,8 +68,10 @@ func NewWriter(keyPrefix string, flush FlushConfig, attemptsMax int) *Writer {
 // deadline and open=true: the driver must call Tick then (the deadline may
 // have moved since the last Append).
 func (w *Writer) Append(now time.Time, batch []byte, c sequencer.BatchCommit, done func(sequencer.BatchResult)) (deadline time.Time, open bool) {
-	if sealed := w.flush.Add(now, batch, c, done); sealed != nil {
-		w.push(sealed)
+	for _, o := range w.flush.Add(now, batch, c, done) {
+		w.push(o)
+	}
+	if w.flush.Empty() {
 		return time.Time{}, false
 	}
 	return w.flush.Deadline(), true
