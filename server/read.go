@@ -60,6 +60,25 @@ func (a *Agent) cachedBatch(e sequencer.IndexEntry) ([]byte, bool) {
 	return a.cache.Get(cache.Key(e.Object, e.Pos))
 }
 
+// wholeObjectsCached is how many objects the cache must hold for a miss to
+// read the whole object rather than the batch.
+const wholeObjectsCached = 8
+
+// readBatch reads one batch with a ranged GET and checks it.
+func (a *Agent) readBatch(ctx context.Context, e sequencer.IndexEntry) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	a.metrics.storeReads.Add(1)
+	b, err := a.store.Get(ctx, e.Object, e.Pos, e.Len)
+	if err != nil {
+		return nil, fmt.Errorf("read %s at %d+%d: %w", e.Object, e.Pos, e.Len, err)
+	}
+	if err := core.CheckLoaded(b, e); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
 // loadBatch returns one batch's bytes, patched with its offset. On a miss
 // it reads the whole data object once (single-flight, and cached itself), so
 // that a consumer catching up costs about one GET per object, not one per
@@ -71,6 +90,12 @@ func (a *Agent) loadBatch(ctx context.Context, e sequencer.IndexEntry) ([]byte, 
 		return b, nil
 	}
 	return a.cache.Load(cache.Key(e.Object, e.Pos), func() ([]byte, error) {
+		if a.cfg.CacheBytes < wholeObjectsCached*int64(a.cfg.FlushBytes) {
+			// A cache too small to keep a few whole objects would drop
+			// each one before its next batch is read, and every batch
+			// would cost a whole object: read just the batch.
+			return a.readBatch(ctx, e)
+		}
 		obj, err := a.cache.Load(cache.ObjectKey(e.Object), func() ([]byte, error) {
 			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
