@@ -229,6 +229,34 @@ func (pl *produceLog) produce(ctx context.Context, value string) {
 	})
 }
 
+// produceUntil produces numbered records in the background, pausing pause
+// after each batch of 64, until the returned stop is called; stop waits
+// for every record to be answered.
+func (pl *produceLog) produceUntil(ctx context.Context, pause time.Duration) (stop func()) {
+	done := make(chan struct{})
+	var producing sync.WaitGroup
+	producing.Add(1)
+	go func() {
+		defer producing.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			pl.produce(ctx, strconv.Itoa(i))
+			if i%64 == 63 {
+				time.Sleep(pause) // keep memory bounded
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		producing.Wait()
+		pl.wg.Wait()
+	}
+}
+
 // firstAckAfter is when the first acknowledgement after t arrived.
 func (pl *produceLog) firstAckAfter(t time.Time) (time.Time, bool) {
 	pl.mu.Lock()
@@ -398,20 +426,7 @@ func TestSequencerFailoverLosesNothing(t *testing.T) {
 	if _, err := kadm.NewClient(pl.client).CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
 		t.Fatal(err)
 	}
-	stop := make(chan struct{})
-	var producing sync.WaitGroup
-	producing.Add(1)
-	go func() {
-		defer producing.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(2 * time.Millisecond):
-			}
-			pl.produce(ctx, strconv.Itoa(i))
-		}
-	}()
+	stop := pl.produceUntil(ctx, 100*time.Millisecond)
 	var failovers []time.Duration
 	for range kills {
 		time.Sleep(1500 * time.Millisecond)
@@ -434,9 +449,7 @@ func TestSequencerFailoverLosesNothing(t *testing.T) {
 		victim.args = append(slices.DeleteFunc(slices.Clone(victim.args), func(a string) bool { return a == "--standby" }), "--standby")
 		victim.start()
 	}
-	close(stop)
-	producing.Wait()
-	pl.wg.Wait()
+	stop()
 	if pl.fails > 0 {
 		t.Errorf("%d records failed despite unbounded retries", pl.fails)
 	}

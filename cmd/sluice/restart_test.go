@@ -7,8 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -105,32 +103,14 @@ func TestSIGKILLDuringIdempotentProduceLosesNothing(t *testing.T) {
 	if _, err := kadm.NewClient(pl.client).CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
 		t.Fatal(err)
 	}
-	stop := make(chan struct{})
-	var producing sync.WaitGroup
-	producing.Add(1)
-	go func() {
-		defer producing.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			pl.produce(ctx, strconv.Itoa(i))
-			if i%64 == 63 {
-				time.Sleep(time.Millisecond) // keep memory bounded; still thousands of records a second
-			}
-		}
-	}()
+	stop := pl.produceUntil(ctx, time.Millisecond) // still thousands of records a second
 	for k := 0; k < kills; k++ {
 		time.Sleep(700 * time.Millisecond)
 		b.kill()
 		b = startBinary(t, dataDir, addr)
 	}
 	time.Sleep(500 * time.Millisecond)
-	close(stop)
-	producing.Wait()
-	pl.wg.Wait()
+	stop()
 	if pl.fails > 0 {
 		t.Errorf("%d records failed to produce despite unbounded retries", pl.fails)
 	}
