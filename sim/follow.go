@@ -29,6 +29,10 @@ type follow struct {
 	durable  uint64                      // the newest durable index a heartbeat told of
 	behind   time.Duration               // since when the replica lags a heartbeat, 0 if not
 	gen      int                         // bumped on every attempt: stale answers are ignored
+	// scanned and scannedEpoch: where the last epoch scan got to, and what
+	// it found (a follower without a replica scans on from there).
+	scanned      uint64
+	scannedEpoch sequencer.EpochOp
 
 	onTakeOver func() // a standby's takeover
 }
@@ -91,6 +95,9 @@ func (fl *follow) tick() {
 		if fl.replica != nil {
 			sc.After, sc.Known = fl.replica.Index, fl.replica.Epoch
 		}
+		if fl.scanned > sc.After {
+			sc.After, sc.Known = fl.scanned, fl.scannedEpoch
+		}
 		fl.scan(fl.gen, sc)
 	case discovery.TakeOver:
 		fl.w.faults.Takeovers++
@@ -137,6 +144,9 @@ func (fl *follow) scan(gen int, sc *discovery.EpochScan) {
 	switch {
 	case step.Done:
 		fl.w.logf("%s: newest epoch %d is %s's", fl.owner.Name(), sc.Result().Epoch, sc.Result().Addr)
+		if sc.Through() > fl.scanned {
+			fl.scanned, fl.scannedEpoch = sc.Through(), sc.Result()
+		}
 		fl.f.Scanned(fl.w.clock(), sc.Result().Addr)
 	case step.List:
 		fl.w.store.List(step.Prefix, func(keys []string, err error) {

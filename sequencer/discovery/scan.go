@@ -151,3 +151,14 @@ func (s *EpochScan) skipIfNoEntries() {
 // Result is the newest epoch entry, once Next says Done. Its Addr is empty
 // when no sequencer has taken over yet.
 func (s *EpochScan) Result() sequencer.EpochOp { return s.result }
+
+// Through is the newest log entry the scan saw, once Next says Done: a
+// next scan with After = Through and Known = Result reads only what came
+// since. A follower with no replica (an agent just started) would otherwise
+// read back through the log to the last epoch entry on every retry.
+func (s *EpochScan) Through() uint64 {
+	if n := len(s.entries); n > 0 {
+		return s.entries[n-1]
+	}
+	return s.snap
+}

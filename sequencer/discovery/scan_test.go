@@ -62,7 +62,11 @@ func TestScanFindsNewestEpochEntryAfterTheSnapshot(t *testing.T) {
 		sequencer.LogKey(5):  entry(batch()),
 		sequencer.LogKey(6):  entry(batch()),
 	}
-	got, reads := runScan(t, objects)
+	sc := &EpochScan{}
+	got, reads := runScanFrom(t, objects, sc)
+	if sc.Through() != 6 {
+		t.Fatalf("scan saw through %d, want 6", sc.Through())
+	}
 	if got.Addr != "b:1" || got.Epoch != 2 {
 		t.Fatalf("got %+v, want epoch 2 at b:1", got)
 	}
@@ -112,7 +116,11 @@ func TestScanAfterAReplicaReadsOnlyTheNewEntries(t *testing.T) {
 		sequencer.LogKey(4): entry(batch()),
 	}
 	known := sequencer.EpochOp{Epoch: 1, Addr: "a:1"}
-	got, reads := runScanFrom(t, objects, &EpochScan{After: 3, Known: known})
+	sc := &EpochScan{After: 3, Known: known}
+	got, reads := runScanFrom(t, objects, sc)
+	if sc.Through() != 4 {
+		t.Fatalf("scan saw through %d, want 4", sc.Through())
+	}
 	if got != known || reads != 2 {
 		t.Fatalf("got %+v in %d reads; want the known epoch after one list and one entry", got, reads)
 	}

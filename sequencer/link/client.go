@@ -72,9 +72,13 @@ type Client struct {
 	held    []*request          // not yet sent, in submission order
 	applied uint64              // index of the newest state or update delivered
 	epoch   sequencer.EpochOp   // the newest epoch entry among them
-	durable uint64              // newest durable index heard
-	behind  time.Time           // since when applied < durable, zero if not
-	stopped bool
+	// scanned and scannedEpoch are where the last epoch scan got to and
+	// what it found: a client with no replica yet scans from there.
+	scanned      uint64
+	scannedEpoch sequencer.EpochOp
+	durable      uint64    // newest durable index heard
+	behind       time.Time // since when applied < durable, zero if not
+	stopped      bool
 
 	deliverMu sync.Mutex // one delivery of state or update at a time
 	onState   func(*sequencer.State)
@@ -256,8 +260,12 @@ func (c *Client) tick(now time.Time) {
 		c.log.Warn("link: no word from the sequencer for a lease; giving up on it", "sequencer", act.Addr)
 		failed = append(failed, c.dropLocked(errors.New("link: sequencer silent"))...)
 	case discovery.Scan:
+		after, known := c.applied, c.epoch
+		if c.scanned > after {
+			after, known = c.scanned, c.scannedEpoch
+		}
 		c.wg.Add(1)
-		go c.scan(gen, c.applied, c.epoch)
+		go c.scan(gen, after, known)
 	case discovery.TakeOver:
 		c.stopped = true
 		failed = append(failed, c.dropAll()...)
@@ -426,9 +434,12 @@ func (c *Client) scan(gen int, after uint64, known sequencer.EpochOp) {
 	defer c.wg.Done()
 	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 	defer cancel()
-	epoch, err := node.FindActiveAfter(ctx, c.cfg.Store, after, known)
+	epoch, through, err := node.FindActiveAfter(ctx, c.cfg.Store, after, known)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err == nil && through > c.scanned {
+		c.scanned, c.scannedEpoch = through, epoch
+	}
 	if c.gen != gen {
 		return
 	}

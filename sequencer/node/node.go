@@ -396,23 +396,24 @@ func nonce() string {
 // gone. Agents and standbys use it to find the sequencer; so do operators'
 // tools.
 func FindActive(ctx context.Context, store objectio.Store) (sequencer.EpochOp, error) {
-	return FindActiveAfter(ctx, store, 0, sequencer.EpochOp{})
+	ep, _, err := FindActiveAfter(ctx, store, 0, sequencer.EpochOp{})
+	return ep, err
 }
 
 // FindActiveAfter is FindActive for a reader that knows the log up to entry
 // after, with known the newest epoch in it: it reads only the entries since
-// (see discovery.EpochScan).
-func FindActiveAfter(ctx context.Context, store objectio.Store, after uint64, known sequencer.EpochOp) (sequencer.EpochOp, error) {
+// (see discovery.EpochScan). It also returns the newest entry it saw.
+func FindActiveAfter(ctx context.Context, store objectio.Store, after uint64, known sequencer.EpochOp) (ep sequencer.EpochOp, through uint64, err error) {
 	sc := discovery.EpochScan{After: after, Known: known}
 	for {
 		step := sc.Next()
 		switch {
 		case step.Done:
-			return sc.Result(), nil
+			return sc.Result(), sc.Through(), nil
 		case step.List:
 			objs, err := objectio.ListAfter(ctx, store, step.Prefix, step.StartAfter)
 			if err != nil {
-				return sequencer.EpochOp{}, err
+				return sequencer.EpochOp{}, 0, err
 			}
 			keys := make([]string, len(objs))
 			for i, o := range objs {
@@ -426,10 +427,10 @@ func FindActiveAfter(ctx context.Context, store objectio.Store, after uint64, kn
 				err = nil
 			}
 			if err != nil {
-				return sequencer.EpochOp{}, err
+				return sequencer.EpochOp{}, 0, err
 			}
 			if err := sc.Got(data, found); err != nil {
-				return sequencer.EpochOp{}, err
+				return sequencer.EpochOp{}, 0, err
 			}
 		}
 	}
