@@ -167,19 +167,32 @@ func (fl *follow) scan(gen int, sc *discovery.EpochScan) {
 			fl.scan(gen, sc)
 		})
 	default:
-		fl.w.store.Get(step.Key, 0, -1, func(data []byte, found bool, err error) {
-			if stale() {
-				return
-			}
-			if err == nil {
-				err = sc.Got(data, found)
-			}
-			if err != nil {
-				fail(err.Error())
-				return
-			}
-			fl.scan(gen, sc)
-		})
+		// The real driver reads a step's keys concurrently; here they are
+		// all sent at once and gathered as they complete.
+		data := make([][]byte, len(step.Keys))
+		found := make([]bool, len(step.Keys))
+		waiting, failed := len(step.Keys), false
+		for i, key := range step.Keys {
+			fl.w.store.Get(key, 0, -1, func(d []byte, ok bool, err error) {
+				if stale() || failed {
+					return
+				}
+				if err != nil {
+					failed = true
+					fail(err.Error())
+					return
+				}
+				data[i], found[i] = d, ok
+				if waiting--; waiting > 0 {
+					return
+				}
+				if err := sc.Got(data, found); err != nil {
+					fail(err.Error())
+					return
+				}
+				fl.scan(gen, sc)
+			})
+		}
 	}
 }
 

@@ -45,14 +45,20 @@ const (
 	scanDone
 )
 
-// ScanStep is one read: a List of Prefix after StartAfter, or a Get of Key.
+// ScanStep is one step: a List of Prefix after StartAfter, or Gets of Keys,
+// which the driver may make concurrently and reports together, in order.
 type ScanStep struct {
 	List       bool
 	Prefix     string
 	StartAfter string
-	Key        string
+	Keys       []string
 	Done       bool
 }
+
+// scanReadsMax is how many log entries one step reads. A follower with no
+// replica may have to read back through hundreds of entries to the last
+// epoch entry; one at a time that took seconds on a real store.
+const scanReadsMax = 32
 
 // Next returns the read to do, or Done.
 func (s *EpochScan) Next() ScanStep {
@@ -69,9 +75,13 @@ func (s *EpochScan) Next() ScanStep {
 		}
 		return ScanStep{List: true, Prefix: sequencer.LogPrefix, StartAfter: after}
 	case readEntries:
-		return ScanStep{Key: sequencer.LogKey(s.entries[s.next])}
+		var keys []string
+		for i := s.next; i >= 0 && len(keys) < scanReadsMax; i-- {
+			keys = append(keys, sequencer.LogKey(s.entries[i]))
+		}
+		return ScanStep{Keys: keys}
 	case readSnap:
-		return ScanStep{Key: sequencer.SnapKey(s.snap)}
+		return ScanStep{Keys: []string{sequencer.SnapKey(s.snap)}}
 	}
 	return ScanStep{Done: true}
 }
@@ -99,15 +109,31 @@ func (s *EpochScan) Listed(keys []string) {
 	}
 }
 
-// Got reports the object a Get returned; found=false means it is missing,
-// which a listed entry never is (the log is never deleted from).
-func (s *EpochScan) Got(data []byte, found bool) error {
-	if !found {
-		return fmt.Errorf("discovery: %s was listed but is missing", s.Next().Key)
+// Got reports what the Gets of the last step's Keys returned, in order;
+// found[i]=false means Keys[i] is missing, which a listed entry never is (the
+// log is never deleted from).
+func (s *EpochScan) Got(data [][]byte, found []bool) error {
+	keys := s.Next().Keys
+	if len(data) != len(keys) || len(found) != len(keys) {
+		return fmt.Errorf("discovery: %d results for %d reads", len(data), len(keys))
 	}
-	switch s.stage {
-	case readEntries:
-		e, err := sequencer.UnmarshalEntry(data)
+	for i, key := range keys {
+		if !found[i] {
+			return fmt.Errorf("discovery: %s was listed but is missing", key)
+		}
+		if s.stage == readSnap {
+			// Only the epoch is needed, not the whole state.
+			var st struct {
+				Epoch sequencer.EpochOp `json:"epoch"`
+			}
+			if err := json.Unmarshal(data[i], &st); err != nil {
+				return fmt.Errorf("discovery: snapshot %d: %w", s.snap, err)
+			}
+			s.result = st.Epoch
+			s.stage = scanDone
+			return nil
+		}
+		e, err := sequencer.UnmarshalEntry(data[i])
 		if err != nil {
 			return fmt.Errorf("discovery: log entry %d: %w", s.entries[s.next], err)
 		}
@@ -119,18 +145,8 @@ func (s *EpochScan) Got(data []byte, found bool) error {
 			}
 		}
 		s.next--
-		s.skipIfNoEntries()
-	case readSnap:
-		// Only the epoch is needed, not the whole state.
-		var st struct {
-			Epoch sequencer.EpochOp `json:"epoch"`
-		}
-		if err := json.Unmarshal(data, &st); err != nil {
-			return fmt.Errorf("discovery: snapshot %d: %w", s.snap, err)
-		}
-		s.result = st.Epoch
-		s.stage = scanDone
 	}
+	s.skipIfNoEntries()
 	return nil
 }
 

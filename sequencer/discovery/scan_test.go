@@ -30,8 +30,13 @@ func runScanFrom(t *testing.T, objects map[string][]byte, sc *EpochScan) (sequen
 			sc.Listed(keys)
 			continue
 		}
-		data, ok := objects[step.Key]
-		if err := sc.Got(data, ok); err != nil {
+		var data [][]byte
+		var found []bool
+		for _, k := range step.Keys {
+			d, ok := objects[k]
+			data, found = append(data, d), append(found, ok)
+		}
+		if err := sc.Got(data, found); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -70,9 +75,10 @@ func TestScanFindsNewestEpochEntryAfterTheSnapshot(t *testing.T) {
 	if got.Addr != "b:1" || got.Epoch != 2 {
 		t.Fatalf("got %+v, want epoch 2 at b:1", got)
 	}
-	// Two lists, then entries 6, 5, 4: never the ones before the snapshot.
-	if reads != 5 {
-		t.Fatalf("%d reads, want 5", reads)
+	// Two lists, then entries 6, 5, 4 in one step: never the ones before
+	// the snapshot.
+	if reads != 3 {
+		t.Fatalf("%d steps, want 3", reads)
 	}
 }
 
@@ -103,7 +109,7 @@ func TestScanRejectsAMissingListedEntry(t *testing.T) {
 	sc.Listed(nil)
 	sc.Next()
 	sc.Listed([]string{sequencer.LogKey(1)})
-	if err := sc.Got(nil, false); err == nil {
+	if err := sc.Got([][]byte{nil}, []bool{false}); err == nil {
 		t.Fatal("a listed entry that is missing was accepted")
 	}
 }
@@ -122,10 +128,25 @@ func TestScanAfterAReplicaReadsOnlyTheNewEntries(t *testing.T) {
 		t.Fatalf("scan saw through %d, want 4", sc.Through())
 	}
 	if got != known || reads != 2 {
-		t.Fatalf("got %+v in %d reads; want the known epoch after one list and one entry", got, reads)
+		t.Fatalf("got %+v in %d steps; want the known epoch after one list and one read", got, reads)
 	}
 	objects[sequencer.LogKey(5)] = entry(epoch(2, "b:1"))
 	if got, _ := runScanFrom(t, objects, &EpochScan{After: 3, Known: known}); got.Addr != "b:1" {
 		t.Fatalf("got %+v, want the new epoch at b:1", got)
+	}
+}
+
+func TestScanReadsBackInBoundedSteps(t *testing.T) {
+	objects := map[string][]byte{sequencer.LogKey(1): entry(epoch(1, "a:1"))}
+	for i := uint64(2); i <= 100; i++ {
+		objects[sequencer.LogKey(i)] = entry(batch())
+	}
+	got, steps := runScan(t, objects)
+	if got.Addr != "a:1" {
+		t.Fatalf("got %+v, want a:1", got)
+	}
+	// Two lists, then 100 entries newest first, scanReadsMax at a time.
+	if want := 2 + (100+scanReadsMax-1)/scanReadsMax; steps != want {
+		t.Fatalf("%d steps, want %d", steps, want)
 	}
 }

@@ -421,12 +421,23 @@ func FindActiveAfter(ctx context.Context, store objectio.Store, after uint64, kn
 			}
 			sc.Listed(keys)
 		default:
-			data, err := store.Get(ctx, step.Key, 0, -1)
-			found := err == nil
-			if errors.Is(err, objectio.ErrNotFound) {
-				err = nil
+			data := make([][]byte, len(step.Keys))
+			found := make([]bool, len(step.Keys))
+			errs := make([]error, len(step.Keys))
+			var wg sync.WaitGroup
+			for i, key := range step.Keys {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					data[i], errs[i] = store.Get(ctx, key, 0, -1)
+					found[i] = errs[i] == nil
+					if errors.Is(errs[i], objectio.ErrNotFound) {
+						errs[i] = nil
+					}
+				}()
 			}
-			if err != nil {
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
 				return sequencer.EpochOp{}, 0, err
 			}
 			if err := sc.Got(data, found); err != nil {
