@@ -47,6 +47,7 @@ const (
 	DefaultHoldMax    = 10 * time.Second
 	tickEvery         = 25 * time.Millisecond
 	dialTimeout       = time.Second
+	stateWaitMax      = time.Minute // how long a subscriber waits for the state
 )
 
 // Client is an agent's (or a standby's) side of the link: it finds the
@@ -317,7 +318,25 @@ func (c *Client) connect(gen int, addr string) {
 	cn := newConn(nc, DefaultQueueBytes, DefaultWriteTimeout)
 	r := cn.reader()
 	cn.send(Frame{Kind: KindSubscribe})
-	f, err := r.read(c.cfg.Lease)
+	// Heartbeats come while the sequencer builds and sends its state:
+	// they show it is alive and active, however long a large state takes,
+	// up to stateWaitMax.
+	var f Frame
+	for start := time.Now(); ; {
+		f, err = r.read(c.cfg.Lease)
+		if err != nil || f.Kind != KindHeartbeat {
+			break
+		}
+		c.mu.Lock()
+		if c.gen == gen {
+			c.f.Heard(time.Now())
+		}
+		c.mu.Unlock()
+		if time.Since(start) > stateWaitMax {
+			err = fmt.Errorf("link: no state from %s in %v", addr, stateWaitMax)
+			break
+		}
+	}
 	if err == nil && f.Kind != KindState {
 		err = fmt.Errorf("link: %s answered a subscription with frame kind %d (not active)", addr, f.Kind)
 	}

@@ -154,26 +154,10 @@ func (s *Server) serve(c *conn) {
 }
 
 // subscribe sends c the state, then every durable entry, and a heartbeat
-// every HeartbeatEvery.
+// every HeartbeatEvery from the start: building and sending a large state
+// takes a while, and the peer must not take that silence for a dead
+// sequencer.
 func (s *Server) subscribe(c *conn) (unsubscribe func()) {
-	// The node may hand over the first update before Subscribe returns
-	// the state; handoff holds the update until the state is queued, so
-	// that the peer sees them in order.
-	var handoff sync.Mutex
-	handoff.Lock()
-	st, cancel := s.node.Subscribe(func(u sequencer.Update) {
-		handoff.Lock()
-		defer handoff.Unlock()
-		c.send(Frame{Kind: KindUpdate, Index: u.Index, Data: u.Data})
-	})
-	if st == nil {
-		handoff.Unlock()
-		c.close(errors.New("link: sequencer closed"))
-		return cancel
-	}
-	c.send(Frame{Kind: KindState, Data: st.Marshal()})
-	handoff.Unlock()
-
 	stop := make(chan struct{})
 	s.wg.Add(1)
 	go func() {
@@ -181,14 +165,13 @@ func (s *Server) subscribe(c *conn) (unsubscribe func()) {
 		t := time.NewTicker(s.cfg.HeartbeatEvery)
 		defer t.Stop()
 		for {
+			if s.node.Active() {
+				// Fenced: stop vouching for the log; the peer gives up
+				// on this sequencer after a lease.
+				c.send(Frame{Kind: KindHeartbeat, Index: s.node.Durable()})
+			}
 			select {
 			case <-t.C:
-				if !s.node.Active() {
-					// Fenced: stop vouching for the log; the peer
-					// gives up on this sequencer after a lease.
-					continue
-				}
-				c.send(Frame{Kind: KindHeartbeat, Index: s.node.Durable()})
 			case <-stop:
 				return
 			case <-c.done:
@@ -196,8 +179,26 @@ func (s *Server) subscribe(c *conn) (unsubscribe func()) {
 			}
 		}
 	}()
-	return func() {
+	// The node may hand over the first update before SubscribeEncoded
+	// returns the state; handoff holds the update until the state is
+	// queued, so that the peer sees them in order.
+	var handoff sync.Mutex
+	handoff.Lock()
+	state, cancel := s.node.SubscribeEncoded(func(u sequencer.Update) {
+		handoff.Lock()
+		defer handoff.Unlock()
+		c.send(Frame{Kind: KindUpdate, Index: u.Index, Data: u.Data})
+	})
+	unsubscribe = func() {
 		close(stop)
 		cancel()
 	}
+	if state == nil {
+		handoff.Unlock()
+		c.close(errors.New("link: sequencer closed"))
+		return unsubscribe
+	}
+	c.send(Frame{Kind: KindState, Data: state})
+	handoff.Unlock()
+	return unsubscribe
 }

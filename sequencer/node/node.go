@@ -59,7 +59,7 @@ type subscriber struct {
 	fn    func(sequencer.Update)
 	gone  atomic.Bool // unsubscribed: skip
 	from  uint64      // updates at or below this index are already in the copy
-	ready chan *sequencer.State
+	ready chan []byte // the state, encoded
 }
 
 // Start recovers the sequencer from the store, appends its epoch entry and
@@ -181,17 +181,32 @@ func (n *Node) Submit(body any, done func(any)) {
 // from one goroutine, with every entry made durable after it, until cancel
 // is called. fn must not block: it holds up every other subscriber.
 func (n *Node) Subscribe(fn func(sequencer.Update)) (st *sequencer.State, cancel func()) {
-	s := &subscriber{fn: fn, ready: make(chan *sequencer.State, 1)}
+	data, cancel := n.SubscribeEncoded(fn)
+	if data == nil {
+		return nil, cancel
+	}
+	st, err := sequencer.UnmarshalState(data)
+	if err != nil {
+		panic(err) // the node just encoded it
+	}
+	return st, cancel
+}
+
+// SubscribeEncoded is Subscribe with the state as the node encoded it
+// (sequencer.State.Marshal), for a subscriber that sends it on: decoding and
+// encoding again a large state costs far more than the copy.
+func (n *Node) SubscribeEncoded(fn func(sequencer.Update)) (state []byte, cancel func()) {
+	s := &subscriber{fn: fn, ready: make(chan []byte, 1)}
 	n.mu.Lock()
 	n.joining = append(n.joining, s)
 	n.mu.Unlock()
 	n.poke()
 	select {
-	case st = <-s.ready:
+	case state = <-s.ready:
 	case <-n.ctx.Done():
 		return nil, func() {}
 	}
-	return st, func() {
+	return state, func() {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		s.gone.Store(true)
@@ -310,8 +325,11 @@ func (n *Node) step() {
 	}
 }
 
-// admitSubscribers hands waiting subscribers a copy of the state at a moment
-// when it is exactly the durable state: no entry in flight.
+// admitSubscribers hands waiting subscribers the state, encoded once, at a
+// moment when it is exactly the durable state: no entry in flight. Each
+// decodes its own copy outside the lock: with a large index, decoding one
+// copy per subscriber under the lock held up commits and heartbeats for
+// seconds.
 func (n *Node) admitSubscribers() {
 	if len(n.joining) == 0 || n.seq.InFlight() {
 		return
@@ -319,13 +337,9 @@ func (n *Node) admitSubscribers() {
 	st := n.seq.State()
 	data := st.Marshal()
 	for _, s := range n.joining {
-		cp, err := sequencer.UnmarshalState(data)
-		if err != nil {
-			panic(err) // we just encoded it
-		}
 		s.from = st.Index
 		n.subs = append(n.subs, s)
-		s.ready <- cp
+		s.ready <- data
 	}
 	n.joining = nil
 }
