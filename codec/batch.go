@@ -146,11 +146,20 @@ func SplitBatches(b []byte, fn func(Batch) error) (consumed int, err error) {
 	return consumed, nil
 }
 
-// Patch rewrites baseOffset and partitionLeaderEpoch in place. The CRC does
-// not cover them, so the batch stays valid.
-func (b Batch) Patch(baseOffset int64, leaderEpoch int32) {
-	binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(baseOffset))
-	binary.BigEndian.PutUint32(b[offLeaderEpoch:], uint32(leaderEpoch))
+// ServedHeaderSize is how much of a batch's front a broker rewrites when it
+// serves the batch: the base offset, the batch length (unchanged) and the
+// partition leader epoch, the fields before the magic byte. The CRC covers
+// none of them.
+const ServedHeaderSize = offMagic
+
+// AppendServedHeader appends b's first ServedHeaderSize bytes as a broker
+// serves them, with baseOffset and leaderEpoch in place of the stored ones.
+// The broker writes this, then b[ServedHeaderSize:]; it never writes into b,
+// so stored bytes stay as the producer sent them and may be shared.
+func (b Batch) AppendServedHeader(dst []byte, baseOffset int64, leaderEpoch int32) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(baseOffset)) // offBaseOffset
+	dst = append(dst, b[offBatchLength:offLeaderEpoch]...)
+	return binary.BigEndian.AppendUint32(dst, uint32(leaderEpoch))
 }
 
 // BaseOffset is the offset of the first record.

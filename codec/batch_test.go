@@ -205,7 +205,7 @@ func TestParseBatchRejectsEmptyBatch(t *testing.T) {
 	}
 }
 
-func TestPatchKeepsBatchValidAndReadsBack(t *testing.T) {
+func TestServedHeaderKeepsBatchValidAndReadsBack(t *testing.T) {
 	tests := []struct {
 		baseOffset  int64
 		leaderEpoch int32
@@ -223,10 +223,13 @@ func TestPatchKeepsBatchValidAndReadsBack(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ParseBatch before Patch: %v", err)
 			}
-			b.Patch(tt.baseOffset, tt.leaderEpoch)
-			again, err := ParseBatch(raw)
+			served := append(b.AppendServedHeader(nil, tt.baseOffset, tt.leaderEpoch), raw[ServedHeaderSize:]...)
+			if !bytes.Equal(raw, orig) {
+				t.Fatalf("AppendServedHeader wrote into the stored batch")
+			}
+			again, err := ParseBatch(served)
 			if err != nil {
-				t.Fatalf("ParseBatch after Patch = %v, want nil: the CRC must not cover the patched fields", err)
+				t.Fatalf("ParseBatch of the served batch = %v, want nil: the CRC must not cover the rewritten fields", err)
 			}
 			if got := again.BaseOffset(); got != tt.baseOffset {
 				t.Errorf("BaseOffset() = %d, want %d", got, tt.baseOffset)
@@ -234,13 +237,13 @@ func TestPatchKeepsBatchValidAndReadsBack(t *testing.T) {
 			if got := again.PartitionLeaderEpoch(); got != tt.leaderEpoch {
 				t.Errorf("PartitionLeaderEpoch() = %d, want %d", got, tt.leaderEpoch)
 			}
-			if !bytes.Equal(raw[8:12], orig[8:12]) || !bytes.Equal(raw[16:], orig[16:]) {
-				t.Errorf("Patch changed bytes outside baseOffset and partitionLeaderEpoch")
+			if !bytes.Equal(served[8:12], orig[8:12]) || !bytes.Equal(served[16:], orig[16:]) {
+				t.Errorf("the served batch differs outside baseOffset and partitionLeaderEpoch")
 			}
 			// kmsg, an independent decoder, must agree.
 			var rb kmsg.RecordBatch
-			if err := rb.ReadFrom(raw); err != nil {
-				t.Fatalf("kmsg.RecordBatch.ReadFrom after Patch: %v", err)
+			if err := rb.ReadFrom(served); err != nil {
+				t.Fatalf("kmsg.RecordBatch.ReadFrom of the served batch: %v", err)
 			}
 			if rb.FirstOffset != tt.baseOffset || rb.PartitionLeaderEpoch != tt.leaderEpoch {
 				t.Errorf("kmsg reads offset %d epoch %d, want %d %d",
@@ -333,13 +336,14 @@ func TestBatchHotPathsDoNotAllocate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	header := make([]byte, 0, ServedHeaderSize)
 	tests := []struct {
 		name string
 		fn   func()
 	}{
 		{"ParseBatch", func() { _, _ = ParseBatch(raw) }},
 		{"ParseBatch error path", func() { _, _ = ParseBatch(raw[:len(raw)-1]) }},
-		{"Patch", func() { b.Patch(12345, 6) }},
+		{"AppendServedHeader", func() { _ = b.AppendServedHeader(header[:0], 12345, 6) }},
 		{"SplitBatches", func() { _, _ = SplitBatches(raw, func(Batch) error { return nil }) }},
 	}
 	for _, tt := range tests {
@@ -349,19 +353,20 @@ func TestBatchHotPathsDoNotAllocate(t *testing.T) {
 	}
 }
 
-func BenchmarkValidateAndPatch(b *testing.B) {
+func BenchmarkValidateAndServe(b *testing.B) {
 	for _, n := range []int{1, 10, 100, 1000} {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
 			raw := testBatch(b, n)
 			b.SetBytes(int64(len(raw)))
 			b.ReportAllocs()
 			var offset int64
+			header := make([]byte, 0, ServedHeaderSize)
 			for b.Loop() {
 				batch, err := ParseBatch(raw)
 				if err != nil {
 					b.Fatal(err)
 				}
-				batch.Patch(offset, 1)
+				header = batch.AppendServedHeader(header[:0], offset, 1)
 				offset += int64(n)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/record")

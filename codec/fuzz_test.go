@@ -95,16 +95,19 @@ func checkParsedBatch(t *testing.T, raw []byte) {
 	}
 	before := bytes.Clone(raw)
 	const offset, epoch = int64(1) << 50, int32(99)
-	b.Patch(offset, epoch)
-	again, err := ParseBatch(raw)
+	served := append(b.AppendServedHeader(nil, offset, epoch), raw[ServedHeaderSize:]...)
+	if !bytes.Equal(raw, before) {
+		t.Fatalf("AppendServedHeader wrote into the batch")
+	}
+	again, err := ParseBatch(served)
 	if err != nil {
-		t.Fatalf("ParseBatch after Patch = %v, want nil", err)
+		t.Fatalf("ParseBatch of the served batch = %v, want nil", err)
 	}
 	if again.BaseOffset() != offset || again.PartitionLeaderEpoch() != epoch {
-		t.Fatalf("after Patch read offset %d epoch %d, want %d %d", again.BaseOffset(), again.PartitionLeaderEpoch(), offset, epoch)
+		t.Fatalf("served batch reads offset %d epoch %d, want %d %d", again.BaseOffset(), again.PartitionLeaderEpoch(), offset, epoch)
 	}
-	if !bytes.Equal(raw[8:12], before[8:12]) || !bytes.Equal(raw[16:], before[16:]) {
-		t.Fatalf("Patch changed bytes outside its two fields")
+	if !bytes.Equal(served[8:12], before[8:12]) || !bytes.Equal(served[16:], before[16:]) {
+		t.Fatalf("the served batch differs outside its two rewritten fields")
 	}
 }
 

@@ -8,9 +8,8 @@ import (
 )
 
 // Mem is an in-memory Store for tests and mem://. It keeps nothing across
-// restarts. Data is copied on the way in and out, because callers reuse
-// their buffers (pooled produce buffers) and must not be able to change a
-// stored object by writing to a slice they got back.
+// restarts. It keeps the bytes it is given and hands them out again, never
+// copying them, as the Store contract allows.
 type Mem struct {
 	mu      sync.RWMutex
 	objects map[string][]byte // guarded by mu
@@ -31,8 +30,9 @@ func (m *Mem) Put(ctx context.Context, key string, data []byte, opt PutOptions) 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// Copy outside the lock: a large object should not stall readers.
-	stored := slices.Clone(data)
+	// Cap the capacity, so that an append to what Get returns cannot
+	// write past the object into the caller's spare capacity.
+	stored := data[:len(data):len(data)]
 	if stored == nil {
 		stored = []byte{}
 	}
@@ -63,7 +63,7 @@ func (m *Mem) Get(ctx context.Context, key string, offset, length int64) ([]byte
 	if err != nil {
 		return nil, err
 	}
-	return slices.Clone(data[start : start+n : start+n]), nil
+	return data[start : start+n : start+n], nil
 }
 
 // List implements Store. It scans every key, which is fine for the sizes

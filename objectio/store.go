@@ -73,14 +73,23 @@ type ListPage struct {
 }
 
 // Store is an S3-like object store. Implementations are safe for concurrent
-// use and copy data in and out, so callers may reuse their buffers.
+// use.
+//
+// Bytes are shared, not copied: a Put may keep data (the mem store does), so
+// the caller must not modify data once Put is called, and the bytes a Get
+// returns may be the stored ones, so the caller must not modify them
+// either. Sluice never writes into an object after it is sealed (fetches
+// send offsets beside the stored bytes), so the copies a store would make
+// to defend itself would only cost time.
 type Store interface {
 	// Put stores data under key. With IfAbsent it fails with ErrExists if the
-	// key exists; exactly one of racing creators wins.
+	// key exists; exactly one of racing creators wins. data must not be
+	// modified afterwards.
 	Put(ctx context.Context, key string, data []byte, opt PutOptions) error
 	// Get returns length bytes starting at offset; length < 0 means to the
 	// end. ErrNotFound if absent. Range past end is clipped (offset > size
-	// is an error).
+	// is an error). The bytes must not be modified; appending to them is
+	// safe (their capacity ends at their length).
 	Get(ctx context.Context, key string, offset, length int64) ([]byte, error)
 	// List returns up to max (<=0 means 1000) keys with prefix, strictly
 	// after startAfter, ascending.

@@ -79,6 +79,9 @@ func (a *Agent) produce(c *call, req *kmsg.ProduceRequest, resp *kmsg.ProduceRes
 			})
 		}
 	}
+	// Every batch is copied into the flush buffer: the request's bytes are
+	// not needed while it waits for its acknowledgement.
+	c.releaseRequest()
 	finish()
 }
 

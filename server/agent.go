@@ -75,6 +75,21 @@ const (
 	DefaultCacheBytes      = 512 << 20
 )
 
+// memoryHeadroom is what an agent needs beside its cache and its flush
+// buffers: requests and responses in flight, the replica of the metadata,
+// connections, goroutines.
+const memoryHeadroom = 96 << 20
+
+// MemoryBudget is the memory an agent with this configuration should need
+// under any load: its cache, the objects it holds while writing them
+// (backlogObjects sealed and one open), and memoryHeadroom. The commands
+// make it the Go runtime's soft memory limit, so that the garbage collector
+// keeps the heap near it rather than letting it grow to twice what is live.
+func (c Config) MemoryBudget() int64 {
+	c.setDefaults()
+	return c.CacheBytes + int64(backlogObjects+1)*int64(c.FlushBytes) + memoryHeadroom
+}
+
 func (c *Config) setDefaults() {
 	if c.FlushWindow <= 0 {
 		c.FlushWindow = DefaultFlushWindow

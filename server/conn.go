@@ -72,6 +72,22 @@ func (cn *conn) pending() int {
 	return len(cn.slots)
 }
 
+// releaseRequest returns the request's frame to the pool before the call is
+// answered. The decoded request's byte fields alias the frame, so only a
+// handler that reads none of them again may call it, and it must do so
+// before it answers. Produce does, once its batches are copied into the
+// flush buffer: requests waiting for their acknowledgement then hold no
+// frames.
+func (c *call) releaseRequest() {
+	c.conn.mu.Lock()
+	frame := c.slot.frame
+	c.slot.frame = nil
+	c.conn.mu.Unlock()
+	if frame != nil {
+		bytebufferpool.Put(frame)
+	}
+}
+
 // respond answers the call. resp nil means the request gets no response
 // (a produce with acks=0).
 func (c *call) respond(resp kmsg.Response) {
@@ -119,7 +135,9 @@ func (cn *conn) complete(s *slot, out *bytebufferpool.ByteBuffer, vec [][]byte) 
 	}
 	release := func(gnet.Conn, error) error {
 		for _, f := range finished {
-			bytebufferpool.Put(f.frame)
+			if f.frame != nil {
+				bytebufferpool.Put(f.frame)
+			}
 			if f.out != nil {
 				bytebufferpool.Put(f.out)
 			}

@@ -2,14 +2,19 @@ package server
 
 import (
 	"encoding/binary"
-	"github.com/sluicedb/sluice/server/core"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedb/sluice/codec"
+	"github.com/sluicedb/sluice/sequencer"
+	"github.com/sluicedb/sluice/server/core"
 )
 
 // fetchFrame encodes a Fetch response (v4 to v12) for writev: the frame is a
 // list of slices in which the record batches are the cached slices
-// themselves, never copied. Everything else is written into scratch.
+// themselves, never copied. Everything else is written into scratch,
+// including each batch's first codec.ServedHeaderSize bytes, which carry
+// its offset (see core.AppendServedHeader).
 //
 // kmsg encodes every other response; this one is by hand only because kmsg
 // needs the records as one contiguous []byte. TestFetchFrameMatchesKmsg
@@ -49,8 +54,9 @@ func (f *fetchFrame) tags() {
 	}
 }
 
-// records writes a nullable-bytes length and then the batches by reference.
-func (f *fetchFrame) records(batches [][]byte) {
+// records writes a nullable-bytes length and then the batches: each one's
+// served header into scratch, and the rest by reference.
+func (f *fetchFrame) records(entries []sequencer.IndexEntry, batches [][]byte) {
 	n := 0
 	for _, b := range batches {
 		n += len(b)
@@ -63,12 +69,11 @@ func (f *fetchFrame) records(batches [][]byte) {
 	if n == 0 {
 		return
 	}
-	f.vec = append(f.vec, f.scratch[f.start:])
-	f.start = len(f.scratch)
-	for _, b := range batches {
-		if len(b) > 0 {
-			f.vec = append(f.vec, b)
-		}
+	for i, b := range batches {
+		f.scratch = core.AppendServedHeader(f.scratch, b, entries[i])
+		f.vec = append(f.vec, f.scratch[f.start:])
+		f.start = len(f.scratch)
+		f.vec = append(f.vec, b[codec.ServedHeaderSize:])
 	}
 }
 
@@ -108,7 +113,7 @@ func encodeFetch(scratch []byte, correlationID int32, version int16, topics []km
 			if version >= 11 {
 				f.int32(-1) // preferred read replica
 			}
-			f.records(pr.Batches)
+			f.records(pr.Entries, pr.Batches)
 			f.tags()
 		}
 		f.tags()

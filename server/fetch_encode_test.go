@@ -3,13 +3,14 @@ package server
 import (
 	"bytes"
 	"fmt"
-	"github.com/sluicedb/sluice/server/core"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedb/sluice/codec"
 	"github.com/sluicedb/sluice/codec/codectest"
+	"github.com/sluicedb/sluice/sequencer"
+	"github.com/sluicedb/sluice/server/core"
 )
 
 func TestFetchFrameMatchesKmsg(t *testing.T) {
@@ -20,7 +21,8 @@ func TestFetchFrameMatchesKmsg(t *testing.T) {
 		{Topic: "bb", Partitions: []kmsg.FetchRequestTopicPartition{{Partition: 2}}},
 	}
 	parts := []*core.PartRead{
-		{Partition: 0, HWM: 10, LogStart: 0, Batches: [][]byte{b1, b2}},
+		{Partition: 0, HWM: 10, LogStart: 0, Batches: [][]byte{b1, b2},
+			Entries: []sequencer.IndexEntry{{BaseOffset: 5, Records: 3}, {BaseOffset: 8, Records: 1}}},
 		{Partition: 1, Err: 3},
 		{Partition: 2},
 	}
@@ -44,7 +46,10 @@ func TestFetchFrameMatchesKmsg(t *testing.T) {
 					if pr.Err != 0 {
 						fp.HighWatermark, fp.LastStableOffset, fp.LogStartOffset = -1, -1, -1
 					}
-					fp.RecordBatches = bytes.Join(pr.Batches, nil)
+					fp.RecordBatches = []byte{} // empty, not null, as the agent writes it
+					for j, b := range pr.Batches {
+						fp.RecordBatches = append(fp.RecordBatches, core.Served(b, pr.Entries[j])...)
+					}
 					ft.Partitions = append(ft.Partitions, fp)
 				}
 				resp.Topics = append(resp.Topics, ft)
@@ -60,9 +65,15 @@ func TestFetchFrameMatchesKmsg(t *testing.T) {
 func TestFetchFrameDoesNotCopyRecords(t *testing.T) {
 	b1 := codectest.Batch(codectest.BatchSpec{Records: 3, ValueBytes: 20})
 	topics := []kmsg.FetchRequestTopic{{Topic: "a", Partitions: []kmsg.FetchRequestTopicPartition{{Partition: 0}}}}
-	vec := encodeFetch(nil, 1, 12, topics, []*core.PartRead{{Batches: [][]byte{b1}}})
+	parts := []*core.PartRead{{Batches: [][]byte{b1}, Entries: []sequencer.IndexEntry{{BaseOffset: 1 << 40, Records: 3}}}}
+	before := bytes.Clone(b1)
+	vec := encodeFetch(nil, 1, 12, topics, parts)
+	if !bytes.Equal(b1, before) {
+		t.Fatal("encoding the response wrote into the stored batch")
+	}
+	rest := b1[codec.ServedHeaderSize:]
 	for _, s := range vec {
-		if len(s) == len(b1) && &s[0] == &b1[0] {
+		if len(s) == len(rest) && &s[0] == &rest[0] {
 			return
 		}
 	}

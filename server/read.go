@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -20,30 +19,34 @@ func (a *Agent) plan(parts []*core.PartRead, maxBytes int64) (total int64, anyEr
 // cached fills every planned batch from the cache, and reports whether all
 // of them were there (then no I/O is needed).
 func (a *Agent) cached(parts []*core.PartRead) bool {
-	all := true
+	f := batchFinder{a: a}
 	for _, pr := range parts {
 		pr.Batches = pr.Batches[:0]
 		for _, e := range pr.Entries {
-			b, ok := a.cachedBatch(e)
+			b, ok := f.cached(e)
 			if !ok {
-				all = false
-				break
+				return false
 			}
 			pr.Batches = append(pr.Batches, b)
 		}
 	}
-	return all
+	return true
 }
 
 // load fills every planned batch, reading misses from the store through the
 // single-flight cache.
 func (a *Agent) load(ctx context.Context, parts []*core.PartRead) error {
+	f := batchFinder{a: a}
 	for _, pr := range parts {
 		pr.Batches = pr.Batches[:0]
 		for _, e := range pr.Entries {
-			b, err := a.loadBatch(ctx, e)
-			if err != nil {
-				return err
+			b, ok := f.cached(e)
+			if !ok {
+				var err error
+				if b, err = a.loadBatch(ctx, e); err != nil {
+					return err
+				}
+				f.object = "" // look again: the object may be cached now
 			}
 			pr.Batches = append(pr.Batches, b)
 		}
@@ -51,13 +54,36 @@ func (a *Agent) load(ctx context.Context, parts []*core.PartRead) error {
 	return nil
 }
 
-// cachedBatch returns a batch from the cache: a slice of an object this
-// agent wrote, or a batch loaded from the store before.
-func (a *Agent) cachedBatch(e sequencer.IndexEntry) ([]byte, bool) {
-	if obj, ok := a.cache.Get(cache.WrittenKey(e.Object)); ok && e.Pos+e.Len <= int64(len(obj)) {
-		return obj[e.Pos : e.Pos+e.Len : e.Pos+e.Len], true
+// batchFinder looks up one fetch's batches in the cache. Consecutive batches
+// mostly lie in the same object (an object holds every partition's batches
+// of one flush window), so it looks each object up once.
+type batchFinder struct {
+	a       *Agent
+	object  string // the object looked up last
+	data    []byte // its bytes, if cached whole
+	written bool   // data is an object this agent wrote, so trusted
+}
+
+// cached returns a batch from the cache: a slice of an object this agent
+// wrote, a slice of an object read whole before, or a batch read alone.
+func (f *batchFinder) cached(e sequencer.IndexEntry) ([]byte, bool) {
+	if e.Object != f.object {
+		f.object, f.data, f.written = e.Object, nil, false
+		if obj, ok := f.a.cache.Get(cache.WrittenKey(e.Object)); ok {
+			f.data, f.written = obj, true
+		} else if obj, ok := f.a.cache.Get(cache.ObjectKey(e.Object)); ok {
+			f.data = obj
+		}
 	}
-	return a.cache.Get(cache.Key(e.Object, e.Pos))
+	switch {
+	case f.written && e.Pos+e.Len <= int64(len(f.data)):
+		return f.data[e.Pos : e.Pos+e.Len : e.Pos+e.Len], true
+	case f.data != nil && !f.written:
+		if b, err := core.CheckEntry(f.data, e); err == nil {
+			return b, true
+		}
+	}
+	return f.a.cache.Get(cache.Key(e.Object, e.Pos))
 }
 
 // wholeObjectsCached is how many objects the cache must hold for a miss to
@@ -79,44 +105,33 @@ func (a *Agent) readBatch(ctx context.Context, e sequencer.IndexEntry) ([]byte, 
 	return b, nil
 }
 
-// loadBatch returns one batch's bytes, patched with its offset. On a miss
-// it reads the whole data object once (single-flight, and cached itself), so
-// that a consumer catching up costs about one GET per object, not one per
-// batch: an object holds every partition's batches of one flush window.
-// A batch read from the store is checked against its CRC before it is
-// trusted.
+// loadBatch reads a batch that is not cached. It reads the whole data
+// object once (single-flight, and cached whole), so that a consumer
+// catching up costs about one GET per object, not one per batch: an object
+// holds every partition's batches of one flush window. An object read from
+// the store is checked, every batch's CRC, before it is trusted.
 func (a *Agent) loadBatch(ctx context.Context, e sequencer.IndexEntry) ([]byte, error) {
-	if b, ok := a.cachedBatch(e); ok {
-		return b, nil
+	if a.cfg.CacheBytes < wholeObjectsCached*int64(a.cfg.FlushBytes) {
+		// A cache too small to keep a few whole objects would drop each
+		// one before its next batch is read, and every batch would cost
+		// a whole object: read just the batch.
+		return a.cache.Load(cache.Key(e.Object, e.Pos), func() ([]byte, error) { return a.readBatch(ctx, e) })
 	}
-	return a.cache.Load(cache.Key(e.Object, e.Pos), func() ([]byte, error) {
-		if a.cfg.CacheBytes < wholeObjectsCached*int64(a.cfg.FlushBytes) {
-			// A cache too small to keep a few whole objects would drop
-			// each one before its next batch is read, and every batch
-			// would cost a whole object: read just the batch.
-			return a.readBatch(ctx, e)
-		}
-		obj, err := a.cache.Load(cache.ObjectKey(e.Object), func() ([]byte, error) {
-			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			a.metrics.storeReads.Add(1)
-			b, err := a.store.Get(ctx, e.Object, 0, -1)
-			if err != nil {
-				return nil, fmt.Errorf("read %s: %w", e.Object, err)
-			}
-			return b, nil
-		})
+	obj, err := a.cache.Load(cache.ObjectKey(e.Object), func() ([]byte, error) {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		a.metrics.storeReads.Add(1)
+		b, err := a.store.Get(ctx, e.Object, 0, -1)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read %s: %w", e.Object, err)
 		}
-		if e.Pos+e.Len > int64(len(obj)) {
-			return nil, fmt.Errorf("object %s has %d bytes; the index places a batch at %d+%d", e.Object, len(obj), e.Pos, e.Len)
-		}
-		// A copy: the cached object is shared, and patching is per batch.
-		b := bytes.Clone(obj[e.Pos : e.Pos+e.Len])
-		if err := core.CheckLoaded(b, e); err != nil {
+		if err := core.CheckObject(e.Object, b); err != nil {
 			return nil, err
 		}
 		return b, nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return core.CheckEntry(obj, e)
 }

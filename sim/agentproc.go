@@ -188,7 +188,7 @@ func (a *AgentProc) fetch(topic string, partition int32, offset int64, done func
 	}
 	for i, e := range pr.Entries {
 		if b, ok := a.cache[cacheKey(e)]; ok {
-			out[i] = b
+			out[i] = core.Served(b, e)
 			continue
 		}
 		missing++
@@ -210,7 +210,7 @@ func (a *AgentProc) fetch(topic string, partition int32, offset int64, done func
 						failed = true
 					} else {
 						a.cache[cacheKey(e)] = data
-						out[i] = data
+						out[i] = core.Served(data, e)
 					}
 				}
 				missing--

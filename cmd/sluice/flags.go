@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/sluicedb/sluice/objectio"
@@ -105,4 +107,17 @@ func (f *agentFlags) config(agentID string, log *slog.Logger) (server.Config, er
 		cfg.AdvertiseHost, cfg.AdvertisePort = host, port
 	}
 	return cfg, nil
+}
+
+// limitMemory makes the agent's memory budget the Go runtime's soft memory
+// limit (see server.Config.MemoryBudget), unless GOMEMLIMIT already sets
+// one, or the store is mem://, whose objects live in the heap beyond any
+// budget: a limit below the live heap would keep the collector running.
+func limitMemory(cfg server.Config, storeURL string, log *slog.Logger) {
+	if _, set := os.LookupEnv("GOMEMLIMIT"); set || strings.HasPrefix(storeURL, "mem:") {
+		return
+	}
+	limit := cfg.MemoryBudget()
+	debug.SetMemoryLimit(limit)
+	log.Info("memory limit set from the cache and flush sizes (GOMEMLIMIT overrides)", "bytes", limit)
 }

@@ -45,7 +45,7 @@ func Run(t *testing.T, newStore func(t *testing.T) objectio.Store) {
 		{"ListOfMissingPrefixIsEmpty", testListMissingPrefix},
 		{"DeleteThenGetIsNotFound", testDeleteThenGet},
 		{"DeleteMissingKeySucceeds", testDeleteMissing},
-		{"CallerBufferReuseDoesNotChangeStoredData", testBufferReuse},
+		{"AppendToGetDoesNotChangeStoredData", testAppendToGet},
 		{"InvalidKeysAreRejected", testInvalidKeys},
 		{"CanceledContextFails", testCanceledContext},
 		{"RacingIfAbsentPutsHaveExactlyOneWinner", testRacingIfAbsent},

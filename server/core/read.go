@@ -20,7 +20,7 @@ type PartRead struct {
 	HWM      int64
 	LogStart int64
 	Entries  []sequencer.IndexEntry // the batches to return
-	Batches  [][]byte               // their patched bytes, filled by the caller
+	Batches  [][]byte               // their stored bytes, filled by the caller; served behind AppendServedHeader
 }
 
 // PlanRead resolves every partition's offset to index entries, within the
@@ -68,17 +68,60 @@ func PlanRead(st *sequencer.State, parts []*PartRead, maxBytes int64, mayLag boo
 }
 
 // CheckLoaded verifies a batch read back from the store against its index
-// entry (one whole batch, valid CRC, the right record count) and patches its
-// offsets. Checking after the GET what was checked before the PUT catches a
-// store that returns the wrong bytes.
+// entry: one whole batch, valid CRC, the right record count. Checking after
+// the GET what was checked before the PUT catches a store that returns the
+// wrong bytes.
 func CheckLoaded(b []byte, e sequencer.IndexEntry) error {
 	batch, err := codec.ParseBatch(b)
 	if err != nil {
 		return fmt.Errorf("stored batch %s@%d is damaged: %w", e.Object, e.Pos, err)
 	}
-	if batch.NumRecords() != e.Records {
-		return fmt.Errorf("stored batch %s@%d has %d records, the index says %d", e.Object, e.Pos, batch.NumRecords(), e.Records)
+	return checkCount(batch, e)
+}
+
+// CheckObject verifies a whole data object read back from the store: an
+// object is its batches back to back, and every one must be whole with a
+// valid CRC. A checked object's batches are then served with CheckEntry's
+// cheaper test.
+func CheckObject(key string, obj []byte) error {
+	consumed, err := codec.SplitBatches(obj, func(b codec.Batch) error {
+		_, err := codec.ParseBatch(b)
+		return err
+	})
+	if err == nil && consumed != len(obj) {
+		err = codec.ErrBatchTooShort
 	}
-	Patch(b, e)
+	if err != nil {
+		return fmt.Errorf("stored object %s is damaged at %d: %w", key, consumed, err)
+	}
+	return nil
+}
+
+// CheckEntry returns the batch an index entry places in an object that
+// passed CheckObject, after checking that the entry lands on one whole
+// batch with the right record count.
+func CheckEntry(obj []byte, e sequencer.IndexEntry) ([]byte, error) {
+	if e.Pos < 0 || e.Len < codec.BatchHeaderSize || e.Pos+e.Len > int64(len(obj)) {
+		return nil, fmt.Errorf("object %s has %d bytes; the index places a batch at %d+%d", e.Object, len(obj), e.Pos, e.Len)
+	}
+	b := obj[e.Pos : e.Pos+e.Len : e.Pos+e.Len]
+	n := 0
+	consumed, err := codec.SplitBatches(b, func(codec.Batch) error {
+		n++
+		return nil
+	})
+	if err != nil || n != 1 || consumed != len(b) {
+		return nil, fmt.Errorf("object %s: the index places a batch at %d+%d, which is not one whole batch", e.Object, e.Pos, e.Len)
+	}
+	if err := checkCount(codec.Batch(b), e); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func checkCount(b codec.Batch, e sequencer.IndexEntry) error {
+	if b.NumRecords() != e.Records {
+		return fmt.Errorf("stored batch %s@%d has %d records, the index says %d", e.Object, e.Pos, b.NumRecords(), e.Records)
+	}
 	return nil
 }

@@ -28,13 +28,12 @@ type Writer struct {
 	ready       WriterReady
 
 	// OnCommitted, if set, is called with an object and its batches that
-	// got new offsets, after their bytes were patched in place and before
-	// their producers are answered: the agent's write-through into its
-	// cache.
+	// got new offsets, before their producers are answered: the agent's
+	// write-through into its cache.
 	OnCommitted func(*SealedObject, []Committed)
 }
 
-// Committed is a batch that got offsets: its patched bytes and index entry.
+// Committed is a batch that got offsets: its stored bytes and index entry.
 type Committed struct {
 	Bytes []byte
 	Entry sequencer.IndexEntry
@@ -172,10 +171,8 @@ func (w *Writer) CommitDone(key string, reply *sequencer.CommitReply) {
 		if res.Err != 0 || res.Dup {
 			continue
 		}
-		b := o.Data[c.Pos : c.Pos+c.Len]
 		e := sequencer.IndexEntry{BaseOffset: res.BaseOffset, Records: c.Records, Object: o.Key, Pos: c.Pos, Len: c.Len, MaxTimestamp: c.MaxTimestamp}
-		Patch(b, e)
-		committed = append(committed, Committed{Bytes: b, Entry: e})
+		committed = append(committed, Committed{Bytes: o.Data[c.Pos : c.Pos+c.Len : c.Pos+c.Len], Entry: e})
 	}
 	if w.OnCommitted != nil && len(committed) > 0 {
 		w.OnCommitted(o, committed)
@@ -220,12 +217,23 @@ func fail(o *SealedObject, code int16) {
 	}
 }
 
-// Patch sets a stored batch's base offset (and partition leader epoch 0)
-// from its index entry. The CRC does not cover either field.
-func Patch(b []byte, e sequencer.IndexEntry) {
+// AppendServedHeader appends the header batch b is served with: its stored
+// bytes up to the magic byte, with the base offset from its index entry and
+// partition leader epoch 0. Fetches write this, then
+// b[codec.ServedHeaderSize:]: stored bytes are never modified, so an object
+// is immutable from the moment it is sealed, and the store and the cache can
+// share it.
+func AppendServedHeader(dst, b []byte, e sequencer.IndexEntry) []byte {
 	base := e.BaseOffset
 	if plantedWrongBaseOffset() {
 		base++
 	}
-	codec.Batch(b).Patch(base, 0)
+	return codec.Batch(b).AppendServedHeader(dst, base, 0)
+}
+
+// Served returns a copy of batch b as a consumer receives it, for callers
+// that hand out whole batches rather than writing vectors (the simulator).
+func Served(b []byte, e sequencer.IndexEntry) []byte {
+	out := AppendServedHeader(make([]byte, 0, len(b)), b, e)
+	return append(out, b[codec.ServedHeaderSize:]...)
 }
