@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +35,10 @@ type Server struct {
 type connState struct {
 	conn   *conn
 	paused atomic.Bool // stopped reading at inflightMax
+
+	// Owned by the connection's event loop.
+	frame *bytebufferpool.ByteBuffer // the request being read, nil between requests
+	need  int                        // its size, without the 4-byte length
 }
 
 // Serve starts serving Kafka on addr ("127.0.0.1:9092"). It returns once the
@@ -85,46 +90,60 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 
 func (s *Server) OnClose(c gnet.Conn, err error) gnet.Action {
 	s.conns.Add(-1)
+	if st, ok := c.Context().(*connState); ok && st.frame != nil {
+		bytebufferpool.Put(st.frame)
+		st.frame = nil
+	}
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		s.log.Debug("connection closed", "remote", c.RemoteAddr(), "err", err)
 	}
 	return gnet.None
 }
 
-// OnTraffic decodes and dispatches every complete frame buffered on c. It
-// never blocks: handlers that wait respond later from other goroutines.
+// OnTraffic moves the bytes gnet has read into the request being read, and
+// dispatches every request that is complete. It never blocks: handlers that
+// wait respond later from other goroutines.
+//
+// A request's bytes are copied out of gnet's buffer as they arrive, into a
+// pooled buffer of its own that lives until its response is written (or, for
+// a produce, until its batches are in the flush buffer). Leaving a large
+// request in gnet's buffer until it was whole would grow that buffer to the
+// request's size for every connection, and cost two more copies: gnet's
+// into its ring buffer, and Peek's to join the ring's two halves.
 func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	st := c.Context().(*connState)
 	for {
-		if st.conn.pending() >= inflightMax {
-			st.paused.Store(true) // resume() wakes us when responses drain
+		if st.frame == nil {
+			if st.conn.pending() >= inflightMax {
+				st.paused.Store(true) // resume() wakes us when responses drain
+				return gnet.None
+			}
+			head, err := c.Peek(4)
+			if err != nil {
+				return gnet.None // fewer than 4 bytes buffered
+			}
+			total, _, err := codec.FrameSize(head, s.agent.cfg.MaxRequestBytes)
+			if err != nil {
+				s.log.Warn("closing connection: bad frame", "remote", c.RemoteAddr(), "err", err)
+				return gnet.Close
+			}
+			if _, err := c.Discard(4); err != nil {
+				return gnet.Close
+			}
+			st.frame, st.need = bytebufferpool.Get(), total-4
+			st.frame.B = st.frame.B[:0]
+		}
+		buf := st.frame.B
+		n := min(c.InboundBuffered(), st.need-len(buf))
+		buf = slices.Grow(buf, n)
+		m, _ := c.Read(buf[len(buf) : len(buf)+n])
+		st.frame.B = buf[:len(buf)+m]
+		if len(st.frame.B) < st.need {
 			return gnet.None
 		}
-		head, err := c.Peek(4)
-		if err != nil {
-			return gnet.None // fewer than 4 bytes buffered
-		}
-		total, _, err := codec.FrameSize(head, s.agent.cfg.MaxRequestBytes)
-		if err != nil {
-			s.log.Warn("closing connection: bad frame", "remote", c.RemoteAddr(), "err", err)
-			return gnet.Close
-		}
-		if c.InboundBuffered() < total {
-			return gnet.None
-		}
-		frame, err := c.Peek(total)
-		if err != nil {
-			return gnet.None
-		}
-		// Peeked bytes die at Discard: copy the frame into a pooled buffer
-		// that lives until its response is written.
-		buf := bytebufferpool.Get()
-		buf.B = append(buf.B[:0], frame[4:]...)
-		if _, err := c.Discard(total); err != nil {
-			bytebufferpool.Put(buf)
-			return gnet.Close
-		}
-		if err := s.dispatch(st.conn, buf); err != nil {
+		frame := st.frame
+		st.frame = nil
+		if err := s.dispatch(st.conn, frame); err != nil {
 			s.log.Warn("closing connection: bad request", "remote", c.RemoteAddr(), "err", err)
 			return gnet.Close
 		}
