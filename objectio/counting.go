@@ -16,6 +16,9 @@ type Counting struct {
 var _ Store = (*Counting)(nil)
 
 // Put implements Store.
+// ReleasesData is the inner store's answer (see objectio.ReleasesData).
+func (c *Counting) ReleasesData() bool { return ReleasesData(c.Inner) }
+
 func (c *Counting) Put(ctx context.Context, key string, data []byte, opt PutOptions) error {
 	c.Puts.Add(1)
 	c.PutBytes.Add(int64(len(data)))
@@ -26,6 +29,14 @@ func (c *Counting) Put(ctx context.Context, key string, data []byte, opt PutOpti
 func (c *Counting) Get(ctx context.Context, key string, offset, length int64) ([]byte, error) {
 	c.Gets.Add(1)
 	b, err := c.Inner.Get(ctx, key, offset, length)
+	c.GetBytes.Add(int64(len(b)))
+	return b, err
+}
+
+// GetInto counts like Get.
+func (c *Counting) GetInto(ctx context.Context, key string, buf []byte) ([]byte, error) {
+	c.Gets.Add(1)
+	b, err := GetInto(ctx, c.Inner, key, buf)
 	c.GetBytes.Add(int64(len(b)))
 	return b, err
 }

@@ -95,6 +95,10 @@ func (d *Dir) path(key string) string {
 	return filepath.Join(d.root, filepath.FromSlash(key))
 }
 
+// ReleasesData says the caller may reuse a Put's bytes once it returns:
+// they are written to a file before it does.
+func (d *Dir) ReleasesData() bool { return true }
+
 // Put implements Store.
 func (d *Dir) Put(ctx context.Context, key string, data []byte, opt PutOptions) error {
 	if err := validateKey(key); err != nil {
@@ -264,7 +268,44 @@ func (d *Dir) Get(ctx context.Context, key string, offset, length int64) ([]byte
 	if err != nil {
 		return nil, err
 	}
-	buf := make([]byte, n)
+	return readAt(f, key, start, n, nil)
+}
+
+// GetInto reads the whole object into buf when it fits (see
+// objectio.GetInto).
+func (d *Dir) GetInto(ctx context.Context, key string, buf []byte) ([]byte, error) {
+	if err := validateKey(key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(d.path(key))
+	if err != nil {
+		if isMissing(err) {
+			return nil, notFound(key)
+		}
+		return nil, fmt.Errorf("objectio: get %q: %w", key, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("objectio: get %q: %w", key, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, notFound(key)
+	}
+	return readAt(f, key, 0, fi.Size(), buf)
+}
+
+// readAt reads n bytes at start into buf's memory if it has room, else
+// into fresh memory.
+func readAt(f *os.File, key string, start, n int64, buf []byte) ([]byte, error) {
+	if int64(cap(buf)) >= n {
+		buf = buf[:n]
+	} else {
+		buf = make([]byte, n)
+	}
 	got, err := f.ReadAt(buf, start)
 	// ReadAt may report io.EOF together with a full read at the end.
 	if got == len(buf) {

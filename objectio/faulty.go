@@ -103,6 +103,9 @@ func injected(fault Fault, op Op, key string) error {
 	return fmt.Errorf("%w: %s %s %q", ErrInjected, fault, op, key)
 }
 
+// ReleasesData is the inner store's answer (see objectio.ReleasesData).
+func (f Faulty) ReleasesData() bool { return ReleasesData(f.Inner) }
+
 // Put implements Store.
 func (f Faulty) Put(ctx context.Context, key string, data []byte, opt PutOptions) error {
 	f.PutLatency.wait()
@@ -124,6 +127,19 @@ func (f Faulty) Get(ctx context.Context, key string, offset, length int64) ([]by
 		return nil, injected(fault, OpGet, key)
 	}
 	data, err := f.Inner.Get(ctx, key, offset, length)
+	if fault == FaultAfter {
+		return nil, injected(fault, OpGet, key)
+	}
+	return data, err
+}
+
+// GetInto is Get's fault injection around the inner store's GetInto.
+func (f Faulty) GetInto(ctx context.Context, key string, buf []byte) ([]byte, error) {
+	fault := f.fault(OpGet, key)
+	if fault == FaultBefore {
+		return nil, injected(fault, OpGet, key)
+	}
+	data, err := GetInto(ctx, f.Inner, key, buf)
 	if fault == FaultAfter {
 		return nil, injected(fault, OpGet, key)
 	}

@@ -226,6 +226,11 @@ func (s *S3) withTimeout(ctx context.Context) (context.Context, context.CancelFu
 
 // Put implements Store. An if-absent Put sends "If-None-Match: *"; the
 // server answers 412 to all but one of racing creators.
+// ReleasesData says the caller may reuse a Put's bytes once it returns: the
+// request body is fenced (newFencedReader), so not even a retry the SDK has
+// abandoned can read them later.
+func (s *S3) ReleasesData() bool { return true }
+
 func (s *S3) Put(ctx context.Context, key string, data []byte, opt PutOptions) error {
 	if err := validateKey(key); err != nil {
 		return err

@@ -98,6 +98,29 @@ type Store interface {
 	Delete(ctx context.Context, key string) error
 }
 
+// ReleasesData reports whether s is done with the bytes given to Put once
+// Put returns, so that the caller may reuse the buffer. A store says so with
+// a ReleasesData method; one that does not is taken to keep the bytes, as
+// the mem store does.
+func ReleasesData(s Store) bool {
+	r, ok := s.(interface{ ReleasesData() bool })
+	return ok && r.ReleasesData()
+}
+
+// GetInto reads the whole object under key into buf's memory when it fits
+// (else into fresh memory) and returns it: a reader that recycles buffers
+// avoids allocating one per object. Stores without a GetInto method fall
+// back to Get, whose bytes the caller must then not recycle into buf's
+// place: GetInto's result may or may not share buf.
+func GetInto(ctx context.Context, s Store, key string, buf []byte) ([]byte, error) {
+	if g, ok := s.(interface {
+		GetInto(ctx context.Context, key string, buf []byte) ([]byte, error)
+	}); ok {
+		return g.GetInto(ctx, key, buf)
+	}
+	return s.Get(ctx, key, 0, -1)
+}
+
 // ListAll pages through List and returns every object with prefix, in
 // ascending key order. It is meant for bounded prefixes (recovery, GC); a
 // listing that changes while it runs is seen as S3 would show it: each page

@@ -46,9 +46,13 @@ func handleFetch(a *Agent, c *call) {
 	// Fast path, on the event loop: the data is there and cached.
 	changed := a.changes()
 	total, anyErr := a.plan(parts, maxBytes)
-	if (anyErr || total >= int64(req.MinBytes) || wait <= 0) && a.cached(parts) {
-		a.answerFetch(c, req, resp, parts)
-		return
+	if anyErr || total >= int64(req.MinBytes) || wait <= 0 {
+		f := &batchFinder{a: a}
+		if f.cachedAll(parts) {
+			a.answerFetch(c, req, resp, parts, f)
+			return
+		}
+		f.release()
 	}
 	go func() {
 		for !anyErr && total < int64(req.MinBytes) && time.Now().Before(deadline) {
@@ -62,22 +66,26 @@ func handleFetch(a *Agent, c *call) {
 			changed = a.changes()
 			total, anyErr = a.plan(parts, maxBytes)
 		}
-		if err := a.load(a.ctx, parts); err != nil {
+		f := &batchFinder{a: a}
+		if err := f.load(a.ctx, parts); err != nil {
 			a.log.Error("fetch could not read stored batches", "err", err)
+			f.release()
 			for _, pr := range parts {
 				if len(pr.Entries) > 0 {
 					pr.Err, pr.Entries, pr.Batches = kerr.KafkaStorageError.Code, nil, nil
 				}
 			}
 		}
-		a.answerFetch(c, req, resp, parts)
+		a.answerFetch(c, req, resp, parts, f)
 	}()
 }
 
 // answerFetch writes the response in request order, with the cached record
-// batches written by reference (writev), never copied.
-func (a *Agent) answerFetch(c *call, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, parts []*core.PartRead) {
+// batches written by reference (writev), never copied. The finder's values
+// are held until the write is done.
+func (a *Agent) answerFetch(c *call, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, parts []*core.PartRead, f *batchFinder) {
 	if resp.ErrorCode != 0 {
+		f.release()
 		c.respond(resp)
 		return
 	}
@@ -90,5 +98,5 @@ func (a *Agent) answerFetch(c *call, req *kmsg.FetchRequest, resp *kmsg.FetchRes
 	a.metrics.fetchedBytes.Add(n)
 	scratch := bytebufferpool.Get()
 	vec := encodeFetch(scratch.B, c.hdr.CorrelationID, c.hdr.APIVersion, req.Topics, parts)
-	c.respondVec(scratch, vec)
+	c.respondVec(scratch, vec, f.release)
 }

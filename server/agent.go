@@ -138,6 +138,10 @@ type Agent struct {
 
 	writeMu sync.Mutex
 	writer  *core.Writer
+	// recycle takes back a flush buffer nothing holds any more; nil when
+	// the store keeps the bytes it is given (mem://).
+	recycle func([]byte)
+	buffers *flushBuffers
 	drained *sync.Cond // on writeMu: the writer's backlog shrank
 	timer   *time.Timer
 	timerAt time.Time // the deadline timer is armed for
@@ -167,6 +171,12 @@ func NewAgent(cfg Config, seq Sequencer, store objectio.Store) (*Agent, error) {
 		ctx:    ctx, cancel: cancel,
 	}
 	a.writer.OnCommitted = a.writeThrough
+	if objectio.ReleasesData(store) {
+		a.buffers = &flushBuffers{size: cfg.FlushBytes, reused: &a.metrics.buffersReused}
+		a.writer.AllocateWith(a.buffers.get)
+		a.recycle = a.buffers.put
+		a.writer.OnDropped = func(o *core.SealedObject) { a.buffers.put(o.Data) }
+	}
 	a.drained = sync.NewCond(&a.writeMu)
 	seq.Follow(a.reset, a.apply)
 	a.mu.RLock()

@@ -69,13 +69,14 @@ func (a *Agent) flushNow() {
 
 // writeThrough puts a freshly committed object into the cache and waits
 // until it is visible, so that consumers waiting for its batches find them
-// there.
+// there. The cache now owns the buffer: it is recycled once the cache drops
+// it and no response holds it.
 func (a *Agent) writeThrough(o *core.SealedObject, batches []core.Committed) {
 	for _, c := range batches {
 		a.metrics.producedBatches.Add(1)
 		a.metrics.producedBytes.Add(c.Entry.Len)
 	}
-	a.cache.Put(cache.WrittenKey(o.Key), o.Data)
+	a.cache.Put(cache.WrittenKey(o.Key), o.Data, a.recycle)
 	a.cache.Settle()
 }
 

@@ -35,6 +35,7 @@ type slot struct {
 	frame *bytebufferpool.ByteBuffer // the request; its bytes are aliased by the decoded request
 	out   *bytebufferpool.ByteBuffer // owns the encoded response, nil until answered
 	vec   [][]byte                   // if set, the slices to write instead of out.B (fetch: records by reference)
+	after func()                     // if set, runs once vec is written (fetch: lets go of the cached values vec points into)
 	done  bool
 	none  bool // answered without a response (acks=0)
 }
@@ -84,7 +85,7 @@ func (c *call) releaseRequest() {
 	c.slot.frame = nil
 	c.conn.mu.Unlock()
 	if frame != nil {
-		bytebufferpool.Put(frame)
+		putFrame(frame)
 	}
 }
 
@@ -102,8 +103,10 @@ func (c *call) respond(resp kmsg.Response) {
 }
 
 // respondVec answers the call with a frame made of slices (see encodeFetch);
-// scratch owns the bytes that are not borrowed.
-func (c *call) respondVec(scratch *bytebufferpool.ByteBuffer, vec [][]byte) {
+// scratch owns the bytes that are not borrowed, and after runs once they
+// are all written, when the borrowed ones may be reused.
+func (c *call) respondVec(scratch *bytebufferpool.ByteBuffer, vec [][]byte, after func()) {
+	c.slot.after = after
 	c.conn.complete(c.slot, scratch, vec)
 }
 
@@ -136,10 +139,13 @@ func (cn *conn) complete(s *slot, out *bytebufferpool.ByteBuffer, vec [][]byte) 
 	release := func(gnet.Conn, error) error {
 		for _, f := range finished {
 			if f.frame != nil {
-				bytebufferpool.Put(f.frame)
+				putFrame(f.frame)
 			}
 			if f.out != nil {
 				bytebufferpool.Put(f.out)
+			}
+			if f.after != nil {
+				f.after()
 			}
 		}
 		return nil
@@ -156,7 +162,8 @@ func (cn *conn) complete(s *slot, out *bytebufferpool.ByteBuffer, vec [][]byte) 
 	// queue, and only the last one releases the buffers. If queueing fails
 	// (the connection or engine is closing), the buffers are left to the
 	// garbage collector rather than pooled: an earlier chunk may still be
-	// queued.
+	// queued. Values a fetch held are then never released: their buffers
+	// are not reused, and the collector takes them.
 	for len(batch) > iovMax {
 		if err := cn.gc.AsyncWritev(batch[:iovMax:iovMax], nil); err != nil {
 			return

@@ -91,7 +91,7 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 func (s *Server) OnClose(c gnet.Conn, err error) gnet.Action {
 	s.conns.Add(-1)
 	if st, ok := c.Context().(*connState); ok && st.frame != nil {
-		bytebufferpool.Put(st.frame)
+		putFrame(st.frame)
 		st.frame = nil
 	}
 	if err != nil && !errors.Is(err, net.ErrClosed) {
@@ -130,8 +130,7 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 			if _, err := c.Discard(4); err != nil {
 				return gnet.Close
 			}
-			st.frame, st.need = bytebufferpool.Get(), total-4
-			st.frame.B = st.frame.B[:0]
+			st.frame, st.need = getFrame(total-4), total-4
 		}
 		buf := st.frame.B
 		n := min(c.InboundBuffered(), st.need-len(buf))
@@ -163,12 +162,12 @@ func (s *Server) resume(cn *conn) {
 func (s *Server) dispatch(cn *conn, frame *bytebufferpool.ByteBuffer) error {
 	hdr, body, err := codec.ParseRequest(frame.B)
 	if err != nil {
-		bytebufferpool.Put(frame)
+		putFrame(frame)
 		return err
 	}
 	a, served := apis[hdr.APIKey]
 	if !served {
-		bytebufferpool.Put(frame)
+		putFrame(frame)
 		return fmt.Errorf("unsupported api key %d", hdr.APIKey)
 	}
 	c := &call{conn: cn, hdr: hdr}
@@ -179,7 +178,7 @@ func (s *Server) dispatch(cn *conn, frame *bytebufferpool.ByteBuffer) error {
 	req := kmsg.RequestForKey(hdr.APIKey)
 	req.SetVersion(hdr.APIVersion)
 	if err := req.ReadFrom(body); err != nil {
-		bytebufferpool.Put(frame)
+		putFrame(frame)
 		return fmt.Errorf("malformed %s v%d: %w", kmsg.NameForKey(hdr.APIKey), hdr.APIVersion, err)
 	}
 	c.slot = cn.push(frame)

@@ -18,6 +18,7 @@ type metrics struct {
 	objectFailures  atomic.Int64
 	fetchedBytes    atomic.Int64
 	storeReads      atomic.Int64
+	buffersReused   atomic.Int64
 }
 
 // WriteMetrics writes the counters in the Prometheus text format.
@@ -34,6 +35,7 @@ func (a *Agent) WriteMetrics(w io.Writer) {
 		{"sluice_object_write_failures_total", "Data objects whose write failed after retries.", m.objectFailures.Load()},
 		{"sluice_fetched_bytes_total", "Record bytes returned to consumers.", m.fetchedBytes.Load()},
 		{"sluice_store_reads_total", "Data objects read from the object store on a cache miss.", m.storeReads.Load()},
+		{"sluice_flush_buffers_reused_total", "Flush buffers reused after the cache dropped their object.", m.buffersReused.Load()},
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", c.name, c.help, c.name, c.name, c.v)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicedb/sluice/cache"
+	"github.com/sluicedb/sluice/objectio"
 	"github.com/sluicedb/sluice/sequencer"
 	"github.com/sluicedb/sluice/server/core"
 )
@@ -16,10 +17,30 @@ func (a *Agent) plan(parts []*core.PartRead, maxBytes int64) (total int64, anyEr
 	return total, anyErr
 }
 
-// cached fills every planned batch from the cache, and reports whether all
-// of them were there (then no I/O is needed).
-func (a *Agent) cached(parts []*core.PartRead) bool {
-	f := batchFinder{a: a}
+// batchFinder finds one fetch's batches in the cache, or reads them from
+// the store, and holds the cached values they are slices of until the
+// response is written (release). Consecutive batches mostly lie in the same
+// object (an object holds every partition's batches of one flush window),
+// so it looks each object up once.
+type batchFinder struct {
+	a       *Agent
+	held    []*cache.Value // released once the response is written
+	object  string         // the object looked up last
+	data    []byte         // its bytes, if cached whole
+	written bool           // data is an object this agent wrote, so trusted
+}
+
+// release lets go of every value the fetch held.
+func (f *batchFinder) release() {
+	for _, v := range f.held {
+		v.Release()
+	}
+	f.held = nil
+}
+
+// cachedAll fills every planned batch from the cache, and reports whether
+// all of them were there (then no I/O is needed).
+func (f *batchFinder) cachedAll(parts []*core.PartRead) bool {
 	for _, pr := range parts {
 		pr.Batches = pr.Batches[:0]
 		for _, e := range pr.Entries {
@@ -35,17 +56,20 @@ func (a *Agent) cached(parts []*core.PartRead) bool {
 
 // load fills every planned batch, reading misses from the store through the
 // single-flight cache.
-func (a *Agent) load(ctx context.Context, parts []*core.PartRead) error {
-	f := batchFinder{a: a}
+func (f *batchFinder) load(ctx context.Context, parts []*core.PartRead) error {
 	for _, pr := range parts {
 		pr.Batches = pr.Batches[:0]
 		for _, e := range pr.Entries {
 			b, ok := f.cached(e)
 			if !ok {
-				var err error
-				if b, err = a.loadBatch(ctx, e); err != nil {
+				var (
+					v   *cache.Value
+					err error
+				)
+				if b, v, err = f.a.loadBatch(ctx, e); err != nil {
 					return err
 				}
+				f.held = append(f.held, v)
 				f.object = "" // look again: the object may be cached now
 			}
 			pr.Batches = append(pr.Batches, b)
@@ -54,25 +78,17 @@ func (a *Agent) load(ctx context.Context, parts []*core.PartRead) error {
 	return nil
 }
 
-// batchFinder looks up one fetch's batches in the cache. Consecutive batches
-// mostly lie in the same object (an object holds every partition's batches
-// of one flush window), so it looks each object up once.
-type batchFinder struct {
-	a       *Agent
-	object  string // the object looked up last
-	data    []byte // its bytes, if cached whole
-	written bool   // data is an object this agent wrote, so trusted
-}
-
 // cached returns a batch from the cache: a slice of an object this agent
 // wrote, a slice of an object read whole before, or a batch read alone.
 func (f *batchFinder) cached(e sequencer.IndexEntry) ([]byte, bool) {
 	if e.Object != f.object {
 		f.object, f.data, f.written = e.Object, nil, false
-		if obj, ok := f.a.cache.Get(cache.WrittenKey(e.Object)); ok {
-			f.data, f.written = obj, true
-		} else if obj, ok := f.a.cache.Get(cache.ObjectKey(e.Object)); ok {
-			f.data = obj
+		if v, ok := f.a.cache.Acquire(cache.WrittenKey(e.Object)); ok {
+			f.held = append(f.held, v)
+			f.data, f.written = v.Bytes(), true
+		} else if v, ok := f.a.cache.Acquire(cache.ObjectKey(e.Object)); ok {
+			f.held = append(f.held, v)
+			f.data = v.Bytes()
 		}
 	}
 	switch {
@@ -83,7 +99,12 @@ func (f *batchFinder) cached(e sequencer.IndexEntry) ([]byte, bool) {
 			return b, true
 		}
 	}
-	return f.a.cache.Get(cache.Key(e.Object, e.Pos))
+	v, ok := f.a.cache.Acquire(cache.Key(e.Object, e.Pos))
+	if !ok {
+		return nil, false
+	}
+	f.held = append(f.held, v)
+	return v.Bytes(), true
 }
 
 // wholeObjectsCached is how many objects the cache must hold for a miss to
@@ -105,33 +126,51 @@ func (a *Agent) readBatch(ctx context.Context, e sequencer.IndexEntry) ([]byte, 
 	return b, nil
 }
 
-// loadBatch reads a batch that is not cached. It reads the whole data
-// object once (single-flight, and cached whole), so that a consumer
-// catching up costs about one GET per object, not one per batch: an object
-// holds every partition's batches of one flush window. An object read from
-// the store is checked, every batch's CRC, before it is trusted.
-func (a *Agent) loadBatch(ctx context.Context, e sequencer.IndexEntry) ([]byte, error) {
+// loadBatch reads a batch that is not cached, and returns it with the
+// cached value it is a slice of, which the caller must release. It reads the
+// whole data object once (single-flight, and cached whole), so that a
+// consumer catching up costs about one GET per object, not one per batch: an
+// object holds every partition's batches of one flush window. An object
+// read from the store is checked, every batch's CRC, before it is trusted.
+// Where the agent recycles flush buffers, it reads objects into them too.
+func (a *Agent) loadBatch(ctx context.Context, e sequencer.IndexEntry) ([]byte, *cache.Value, error) {
 	if a.cfg.CacheBytes < wholeObjectsCached*int64(a.cfg.FlushBytes) {
 		// A cache too small to keep a few whole objects would drop each
 		// one before its next batch is read, and every batch would cost
 		// a whole object: read just the batch.
-		return a.cache.Load(cache.Key(e.Object, e.Pos), func() ([]byte, error) { return a.readBatch(ctx, e) })
+		v, err := a.cache.Load(cache.Key(e.Object, e.Pos), func() ([]byte, error) { return a.readBatch(ctx, e) })
+		if err != nil {
+			return nil, nil, err
+		}
+		return v.Bytes(), v, nil
 	}
-	obj, err := a.cache.Load(cache.ObjectKey(e.Object), func() ([]byte, error) {
+	obj, err := a.cache.LoadOwned(cache.ObjectKey(e.Object), func() ([]byte, func([]byte), error) {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		a.metrics.storeReads.Add(1)
-		b, err := a.store.Get(ctx, e.Object, 0, -1)
+		var buf []byte
+		if a.buffers != nil {
+			buf = a.buffers.get(a.cfg.FlushBytes)
+		}
+		b, err := objectio.GetInto(ctx, a.store, e.Object, buf)
+		if err == nil {
+			err = core.CheckObject(e.Object, b)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", e.Object, err)
+			if a.buffers != nil {
+				a.buffers.put(buf)
+			}
+			return nil, nil, fmt.Errorf("read %s: %w", e.Object, err)
 		}
-		if err := core.CheckObject(e.Object, b); err != nil {
-			return nil, err
-		}
-		return b, nil
+		return b, a.recycle, nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return core.CheckEntry(obj, e)
+	b, err := core.CheckEntry(obj.Bytes(), e)
+	if err != nil {
+		obj.Release()
+		return nil, nil, err
+	}
+	return b, obj, nil
 }

@@ -188,6 +188,22 @@ func testAppendToGet(t *testing.T, s objectio.Store) {
 	wantContent(t, s, "k", []byte("original content"))
 }
 
+// testGetInto: GetInto returns the whole object whether or not it fits the
+// buffer offered, and a missing key is ErrNotFound.
+func testGetInto(t *testing.T, s objectio.Store) {
+	ctx := context.Background()
+	mustPut(t, s, "k", []byte("original content"), objectio.PutOptions{})
+	for _, size := range []int{0, 4, 64} {
+		got, err := objectio.GetInto(ctx, s, "k", make([]byte, 3, size+3))
+		if err != nil || string(got) != "original content" {
+			t.Fatalf("GetInto with a buffer of capacity %d = %q, %v; want the object", size+3, got, err)
+		}
+	}
+	if _, err := objectio.GetInto(ctx, s, "missing", nil); !errors.Is(err, objectio.ErrNotFound) {
+		t.Fatalf("GetInto of a missing key = %v, want ErrNotFound", err)
+	}
+}
+
 func testInvalidKeys(t *testing.T, s objectio.Store) {
 	ctx := context.Background()
 	bad := []string{"", "/abs", "a/../b", "..", "a..b", `a\b`, "a\x00b", "a//b", "a/", "./a", "a/./b", ".tmp/x", strings.Repeat("k", 1025)}

@@ -46,6 +46,7 @@ func Run(t *testing.T, newStore func(t *testing.T) objectio.Store) {
 		{"DeleteThenGetIsNotFound", testDeleteThenGet},
 		{"DeleteMissingKeySucceeds", testDeleteMissing},
 		{"AppendToGetDoesNotChangeStoredData", testAppendToGet},
+		{"GetIntoReadsTheWholeObject", testGetInto},
 		{"InvalidKeysAreRejected", testInvalidKeys},
 		{"CanceledContextFails", testCanceledContext},
 		{"RacingIfAbsentPutsHaveExactlyOneWinner", testRacingIfAbsent},

@@ -52,6 +52,10 @@ type Flush struct {
 	lastSize int       // the previous object's size: the next buffer starts that big
 	openedAt time.Time // when the first batch of the open buffer came
 	lastAdd  time.Time // when the newest batch came
+
+	// alloc, if set, returns an empty buffer of the given capacity (the
+	// agent recycles buffers); otherwise buffers are made fresh.
+	alloc func(capacity int) []byte
 }
 
 func NewFlush(keyPrefix string, cfg FlushConfig) *Flush {
@@ -73,7 +77,12 @@ func (f *Flush) Add(now time.Time, batch []byte, c sequencer.BatchCommit, done f
 		if f.buf == nil {
 			// Start as big as the last object was, so that a steady load
 			// does not regrow the buffer by copying within every window.
-			f.buf = make([]byte, 0, min(f.cfg.SizeMax, max(f.lastSize+f.lastSize/4, 64<<10)))
+			capacity := min(f.cfg.SizeMax, max(f.lastSize+f.lastSize/4, 64<<10))
+			if f.alloc != nil {
+				f.buf = f.alloc(capacity)
+			} else {
+				f.buf = make([]byte, 0, capacity)
+			}
 		}
 	}
 	c.Pos, c.Len = int64(len(f.buf)), int64(len(batch))
@@ -117,7 +126,8 @@ func (f *Flush) Seal() *SealedObject {
 		Batches: f.batches,
 	}
 	// The sealed buffer now belongs to the object: cached slices of it are
-	// served to consumers later, so it is never reused.
+	// served to consumers later, so the flush never reuses it (the agent
+	// may, once nothing holds the object).
 	f.buf, f.batches = nil, nil
 	return o
 }

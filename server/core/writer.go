@@ -29,8 +29,12 @@ type Writer struct {
 
 	// OnCommitted, if set, is called with an object and its batches that
 	// got new offsets, before their producers are answered: the agent's
-	// write-through into its cache.
+	// write-through into its cache. The callee takes the object's buffer.
 	OnCommitted func(*SealedObject, []Committed)
+	// OnDropped, if set, is called with an object none of whose batches got
+	// new offsets (it failed, or held only duplicates), after its batches
+	// are answered: nothing needs its buffer any more.
+	OnDropped func(*SealedObject)
 }
 
 // Committed is a batch that got offsets: its stored bytes and index entry.
@@ -76,6 +80,10 @@ func (w *Writer) Append(now time.Time, batch []byte, c sequencer.BatchCommit, do
 	return w.flush.Deadline(), true
 }
 
+// AllocateWith makes the flush take its buffers from alloc, which returns an
+// empty buffer of the given capacity.
+func (w *Writer) AllocateWith(alloc func(capacity int) []byte) { w.flush.alloc = alloc }
+
 // Tick seals the open buffer if its window has ended.
 func (w *Writer) Tick(now time.Time) {
 	if sealed := w.flush.Tick(now); sealed != nil {
@@ -113,7 +121,7 @@ func (w *Writer) PutDone(key string, err error) {
 		return
 	}
 	w.remove(ow)
-	fail(ow.obj, kerr.KafkaStorageError.Code)
+	w.fail(ow.obj, kerr.KafkaStorageError.Code)
 	w.advance()
 }
 
@@ -161,7 +169,7 @@ func (w *Writer) CommitDone(key string, reply *sequencer.CommitReply) {
 	delete(w.committing, key)
 	o := ow.obj
 	if reply == nil || len(reply.Results) != len(o.Batches) {
-		fail(o, kerr.RequestTimedOut.Code)
+		w.fail(o, kerr.RequestTimedOut.Code)
 		return
 	}
 	var committed []Committed
@@ -183,6 +191,9 @@ func (w *Writer) CommitDone(key string, reply *sequencer.CommitReply) {
 			res.BaseOffset = -1
 		}
 		o.Batches[i].Done(res)
+	}
+	if len(committed) == 0 && w.OnDropped != nil {
+		w.OnDropped(o)
 	}
 }
 
@@ -211,9 +222,12 @@ func (w *Writer) Idle() bool {
 	return w.flush.Empty() && len(w.queue) == 0 && len(w.committing) == 0
 }
 
-func fail(o *SealedObject, code int16) {
+func (w *Writer) fail(o *SealedObject, code int16) {
 	for i := range o.Batches {
 		o.Batches[i].Done(sequencer.BatchResult{Err: code, BaseOffset: -1})
+	}
+	if w.OnDropped != nil {
+		w.OnDropped(o)
 	}
 }
 
