@@ -10,7 +10,6 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.10
 	github.com/aws/smithy-go v1.28.9
 	github.com/confluentinc/confluent-kafka-go/v2 v2.11.1
-	github.com/dgraph-io/ristretto/v2 v2.4.2
 	github.com/johannesboyne/gofakes3 v1.2.0
 	github.com/panjf2000/gnet/v2 v2.9.7
 	github.com/segmentio/kafka-go v0.4.51
@@ -38,7 +37,6 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sts v1.52.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/davecgh/go-spew v1.1.1 // indirect
-	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/eapache/go-resiliency v1.7.0 // indirect
 	github.com/hashicorp/go-uuid v1.0.3 // indirect
 	github.com/jcmturner/aescts/v2 v2.0.0 // indirect

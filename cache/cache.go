@@ -1,25 +1,46 @@
 // Package cache is the agent's segment cache: stored batch and object bytes
-// keyed by their place in a data object, bounded in bytes (ristretto), with
-// single-flight loads so that many fetches of a cold batch cost one GET.
+// keyed by their place in a data object, bounded in bytes, least recently
+// used out first, with single-flight loads so that many fetches of a cold
+// object cost one GET.
 //
 // A value may own a buffer that is reused once nobody holds it (the agent's
 // flush buffers): the cache and every reader each hold a reference, and the
 // last to let go hands the buffer back.
+//
+// Why not ristretto, which DESIGN.md names: its TinyLFU admission is built
+// to keep one-off scans out, and a consumer catching up on a log is a scan.
+// With 4 consumers reading back what 4 producers wrote, it turned away most
+// freshly read objects, and each object was read from the store 9 times
+// (sluice_store_reads_total against sluice_objects_written_total). Values
+// are few and large (whole objects), so a mutex and a list cost nothing
+// measurable, and a Put is visible at once.
 package cache
 
 import (
+	"container/list"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
-	"github.com/dgraph-io/ristretto/v2"
 	"golang.org/x/sync/singleflight"
 )
 
 // Cache holds byte ranges of data objects. Values are never modified after
 // they are added: readers hand them straight to writev.
 type Cache struct {
-	rc *ristretto.Cache[string, *Value]
-	sf singleflight.Group
+	max int64 // bytes
+	sf  singleflight.Group
+
+	mu      sync.Mutex
+	used    int64                    // bytes of the values held
+	entries map[string]*list.Element // of *entry
+	lru     list.List                // most recently used first
+}
+
+type entry struct {
+	key  string
+	v    *Value
+	cost int64
 }
 
 // Value is cached bytes. If it has a free function, it counts its holders
@@ -76,19 +97,7 @@ func New(maxBytes int64) (*Cache, error) {
 	if maxBytes < 1<<20 {
 		maxBytes = 1 << 20
 	}
-	rc, err := ristretto.NewCache(&ristretto.Config[string, *Value]{
-		// About ten counters per expected entry; batches average a few KiB.
-		NumCounters:        max(maxBytes/4096*10, 10000),
-		MaxCost:            maxBytes,
-		BufferItems:        64,
-		IgnoreInternalCost: true,
-		// Evicted, rejected, replaced or deleted.
-		OnExit: func(v *Value) { v.leaveCache() },
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &Cache{rc: rc}, nil
+	return &Cache{max: maxBytes, entries: map[string]*list.Element{}}, nil
 }
 
 // Key names the range [pos, pos+len) of object.
@@ -108,11 +117,18 @@ func WrittenKey(object string) string { return "written:" + object }
 // Acquire returns the value cached under key, with a reference the caller
 // must Release.
 func (c *Cache) Acquire(key string) (*Value, bool) {
-	v, ok := c.rc.Get(key)
-	if !ok || !v.acquire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.entries[key]
+	if !ok {
 		return nil, false
 	}
-	return v, true
+	e := el.Value.(*entry)
+	if !e.v.acquire() {
+		return nil, false
+	}
+	c.lru.MoveToFront(el)
+	return e.v, true
 }
 
 // Put adds fresh bytes (write-through of an agent's own flush). free, if
@@ -121,16 +137,42 @@ func (c *Cache) Acquire(key string) (*Value, bool) {
 func (c *Cache) Put(key string, b []byte, free func([]byte)) {
 	v := &Value{b: b, free: free}
 	v.refs.Store(1)
+	c.add(key, v)
+}
+
+// add caches v, which holds a reference for the cache, under key, and drops
+// the least recently used values until the cache is within its bytes.
+func (c *Cache) add(key string, v *Value) {
 	v.inCache.Store(true)
-	if !c.rc.Set(key, v, int64(cap(b))) {
-		v.leaveCache() // dropped: ristretto's set buffer was full
+	cost := int64(cap(v.b))
+	var dropped []*Value
+	c.mu.Lock()
+	if el, ok := c.entries[key]; ok {
+		dropped = append(dropped, c.remove(el))
+	}
+	if cost > c.max {
+		dropped = append(dropped, v) // would empty the cache and still not fit
+	} else {
+		c.entries[key] = c.lru.PushFront(&entry{key: key, v: v, cost: cost})
+		c.used += cost
+		for c.used > c.max {
+			dropped = append(dropped, c.remove(c.lru.Back()))
+		}
+	}
+	c.mu.Unlock()
+	// Outside the lock: the last release of a value recycles its buffer.
+	for _, d := range dropped {
+		d.leaveCache()
 	}
 }
 
-// Settle waits until earlier Puts are visible to Acquire. Ristretto applies
-// sets asynchronously; settling after a write-through lets the consumers
-// that are waiting for exactly those bytes find them.
-func (c *Cache) Settle() { c.rc.Wait() }
+// remove takes an element out; c.mu must be held.
+func (c *Cache) remove(el *list.Element) *Value {
+	e := c.lru.Remove(el).(*entry)
+	delete(c.entries, e.key)
+	c.used -= e.cost
+	return e.v
+}
 
 // Load returns key's value, calling load at most once at a time per key when
 // it is not cached, and caching what it returns. The caller must Release
@@ -158,14 +200,7 @@ func (c *Cache) LoadOwned(key string, load func() ([]byte, func([]byte), error))
 			}
 			v := &Value{b: b, free: free}
 			v.refs.Store(2) // the cache's and the loader's
-			v.inCache.Store(true)
-			if !c.rc.Set(key, v, int64(cap(b))) {
-				v.leaveCache()
-			}
-			// Ristretto applies sets asynchronously: without waiting, the
-			// next miss for this key right after the flight ends would
-			// load it again.
-			c.rc.Wait()
+			c.add(key, v)
 			mine = v
 			return v, nil
 		})
@@ -183,5 +218,15 @@ func (c *Cache) LoadOwned(key string, load func() ([]byte, func([]byte), error))
 	}
 }
 
-// Close releases the cache's goroutines.
-func (c *Cache) Close() { c.rc.Close() }
+// Close drops every value.
+func (c *Cache) Close() {
+	c.mu.Lock()
+	var dropped []*Value
+	for el := c.lru.Front(); el != nil; el = c.lru.Front() {
+		dropped = append(dropped, c.remove(el))
+	}
+	c.mu.Unlock()
+	for _, d := range dropped {
+		d.leaveCache()
+	}
+}

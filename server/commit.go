@@ -67,9 +67,8 @@ func (a *Agent) flushNow() {
 	a.drive()
 }
 
-// writeThrough puts a freshly committed object into the cache and waits
-// until it is visible, so that consumers waiting for its batches find them
-// there. The cache now owns the buffer: it is recycled once the cache drops
+// writeThrough puts a freshly committed object into the cache, so that
+// consumers waiting for its batches find them there. The cache now owns the buffer: it is recycled once the cache drops
 // it and no response holds it.
 func (a *Agent) writeThrough(o *core.SealedObject, batches []core.Committed) {
 	for _, c := range batches {
@@ -77,7 +76,6 @@ func (a *Agent) writeThrough(o *core.SealedObject, batches []core.Committed) {
 		a.metrics.producedBytes.Add(c.Entry.Len)
 	}
 	a.cache.Put(cache.WrittenKey(o.Key), o.Data, a.recycle)
-	a.cache.Settle()
 }
 
 // backlogObjects bounds the sealed objects an agent holds in memory while it
