@@ -242,6 +242,17 @@ func (d *Dir) mkdirAll(dir string) error {
 // Get implements Store. It opens the file once, so a concurrent overwrite
 // (rename) cannot mix two versions: the open file is one version.
 func (d *Dir) Get(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	return d.get(ctx, key, offset, length, nil)
+}
+
+// GetInto reads the whole object into buf when it fits (see
+// objectio.GetInto).
+func (d *Dir) GetInto(ctx context.Context, key string, buf []byte) ([]byte, error) {
+	return d.get(ctx, key, 0, -1, buf)
+}
+
+// get reads a range of an object into buf's memory when it fits.
+func (d *Dir) get(ctx context.Context, key string, offset, length int64, buf []byte) ([]byte, error) {
 	if err := validateKey(key); err != nil {
 		return nil, err
 	}
@@ -268,40 +279,13 @@ func (d *Dir) Get(ctx context.Context, key string, offset, length int64) ([]byte
 	if err != nil {
 		return nil, err
 	}
-	return readAt(f, key, start, n, nil)
-}
-
-// GetInto reads the whole object into buf when it fits (see
-// objectio.GetInto).
-func (d *Dir) GetInto(ctx context.Context, key string, buf []byte) ([]byte, error) {
-	if err := validateKey(key); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	f, err := os.Open(d.path(key))
-	if err != nil {
-		if isMissing(err) {
-			return nil, notFound(key)
-		}
-		return nil, fmt.Errorf("objectio: get %q: %w", key, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("objectio: get %q: %w", key, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, notFound(key)
-	}
-	return readAt(f, key, 0, fi.Size(), buf)
+	return readAt(f, key, start, n, buf)
 }
 
 // readAt reads n bytes at start into buf's memory if it has room, else
 // into fresh memory.
 func readAt(f *os.File, key string, start, n int64, buf []byte) ([]byte, error) {
-	if int64(cap(buf)) >= n {
+	if buf != nil && int64(cap(buf)) >= n {
 		buf = buf[:n]
 	} else {
 		buf = make([]byte, n)

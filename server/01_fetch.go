@@ -97,6 +97,7 @@ func (a *Agent) answerFetch(c *call, req *kmsg.FetchRequest, resp *kmsg.FetchRes
 	}
 	a.metrics.fetchedBytes.Add(n)
 	scratch := bytebufferpool.Get()
-	vec := encodeFetch(scratch.B, c.hdr.CorrelationID, c.hdr.APIVersion, req.Topics, parts)
+	var vec [][]byte
+	vec, scratch.B = encodeFetch(scratch.B, c.hdr.CorrelationID, c.hdr.APIVersion, req.Topics, parts)
 	c.respondVec(scratch, vec, f.release)
 }

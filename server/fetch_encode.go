@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -78,10 +79,24 @@ func (f *fetchFrame) records(entries []sequencer.IndexEntry, batches [][]byte) {
 }
 
 // encodeFetch lays out the response for parts (in request order, grouped by
-// topic as topics lists them) into scratch and returns the frame's slices.
-// The first 4 bytes are the frame size.
-func encodeFetch(scratch []byte, correlationID int32, version int16, topics []kmsg.FetchRequestTopic, parts []*core.PartRead) [][]byte {
-	f := &fetchFrame{scratch: scratch[:0], flex: version >= 12}
+// topic as topics lists them) into scratch and returns the frame's slices,
+// and scratch as used (grown, if it had to be: the caller's pool should keep
+// the grown one). The first 4 bytes are the frame size.
+func encodeFetch(scratch []byte, correlationID int32, version int16, topics []kmsg.FetchRequestTopic, parts []*core.PartRead) (vec [][]byte, used []byte) {
+	// Size scratch and the slice list once, from what they will hold.
+	batches, fixed := 0, 64
+	for _, t := range topics {
+		fixed += len(t.Topic) + 16
+	}
+	for _, pr := range parts {
+		batches += len(pr.Batches)
+		fixed += 64
+	}
+	f := &fetchFrame{
+		scratch: slices.Grow(scratch[:0], fixed+batches*codec.ServedHeaderSize),
+		vec:     make([][]byte, 0, 2*batches+len(parts)+1),
+		flex:    version >= 12,
+	}
 	f.int32(0) // size, patched below
 	f.int32(correlationID)
 	f.tags()   // response header v1
@@ -129,5 +144,5 @@ func encodeFetch(scratch []byte, correlationID int32, version int16, topics []km
 	// The first segment starts at the size field, whatever reallocations
 	// of scratch happened after it was cut.
 	binary.BigEndian.PutUint32(f.vec[0], uint32(size))
-	return f.vec
+	return f.vec, f.scratch
 }

@@ -28,7 +28,7 @@ func TestFetchFrameMatchesKmsg(t *testing.T) {
 	}
 	for v := int16(4); v <= 12; v++ {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
-			vec := encodeFetch(nil, 42, v, topics, parts)
+			vec, _ := encodeFetch(nil, 42, v, topics, parts)
 			got := bytes.Join(vec, nil)
 
 			resp := kmsg.NewPtrFetchResponse()
@@ -67,7 +67,7 @@ func TestFetchFrameDoesNotCopyRecords(t *testing.T) {
 	topics := []kmsg.FetchRequestTopic{{Topic: "a", Partitions: []kmsg.FetchRequestTopicPartition{{Partition: 0}}}}
 	parts := []*core.PartRead{{Batches: [][]byte{b1}, Entries: []sequencer.IndexEntry{{BaseOffset: 1 << 40, Records: 3}}}}
 	before := bytes.Clone(b1)
-	vec := encodeFetch(nil, 1, 12, topics, parts)
+	vec, _ := encodeFetch(nil, 1, 12, topics, parts)
 	if !bytes.Equal(b1, before) {
 		t.Fatal("encoding the response wrote into the stored batch")
 	}

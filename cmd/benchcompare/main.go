@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/sluicedb/sluice/bench"
+	"github.com/sluicedb/sluice/server"
 )
 
 // config is the load every broker gets.
@@ -266,6 +267,11 @@ func writeTable(w io.Writer, c config, rows []row, sluiceFlags []string) {
 		}
 		fmt.Fprintf(w, "| %s | %.2f | %.2f | %.2f |\n", r.Broker,
 			r.ProduceMBps/k.ProduceMBps, r.ConsumeMBps/k.ConsumeMBps, r.CPUSecPerGB/k.CPUSecPerGB)
+	}
+	if i := slices.IndexFunc(rows, func(r row) bool { return r.Broker == "sluice-dir" && r.Err == "" }); i >= 0 {
+		target := float64(server.DefaultCacheBytes+4*server.DefaultFlushBytes)/(1<<20) + 128
+		fmt.Fprintf(w, "\nAgent memory, target RSS ≤ cache + 4 × flush bytes + 128 MiB = %.0f MiB with the default flags: sluice-dir peaked at %.0f MiB (%.2f×). "+
+			"On mem the stored data is in the agent's heap, and sluice-2agents sums three processes.\n", target, rows[i].PeakRSSMiB, rows[i].PeakRSSMiB/target)
 	}
 }
 
