@@ -131,6 +131,16 @@ func (c *Cache) Acquire(key string) (*Value, bool) {
 	return e.v, true
 }
 
+// peek returns the value under key without taking a reference.
+func (c *Cache) peek(key string) (*Value, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[key]; ok {
+		return el.Value.(*entry).v, true
+	}
+	return nil, false
+}
+
 // Put adds fresh bytes (write-through of an agent's own flush). free, if
 // not nil, gets b back once the cache has dropped it and every reader has
 // released it. The cache counts b's capacity: that is the memory it holds.
@@ -194,6 +204,11 @@ func (c *Cache) LoadOwned(key string, load func() ([]byte, func([]byte), error))
 		}
 		var mine *Value // set only in the goroutine that ran load
 		r, err, _ := c.sf.Do(key, func() (any, error) {
+			// A flight for key may have ended between the miss above and
+			// this one starting.
+			if v, ok := c.peek(key); ok {
+				return v, nil
+			}
 			b, free, err := load()
 			if err != nil {
 				return nil, err
