@@ -360,9 +360,26 @@ func (r *run) offsets(ctx context.Context, end bool) (map[int32]int64, error) {
 	if end {
 		list = r.adm.ListEndOffsets
 	}
-	listed, err := list(ctx, r.cfg.Topic)
-	if err == nil {
-		err = listed.Error()
+	// Behind a balancer, the agent asked may not have learned of a topic
+	// another agent just created: UNKNOWN_TOPIC_OR_PARTITION is retriable,
+	// as Kafka clients treat it.
+	var (
+		listed kadm.ListedOffsets
+		err    error
+	)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		listed, err = list(ctx, r.cfg.Topic)
+		if err == nil {
+			err = listed.Error()
+		}
+		if !errors.Is(err, kerr.UnknownTopicOrPartition) || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list offsets of %s: %w", r.cfg.Topic, err)

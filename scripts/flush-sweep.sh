@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 
 DURATION=${DURATION:-20s}
 WINDOWS=${WINDOWS:-"50ms 100ms 250ms 500ms"}
-IDLES=${IDLES:-"0 15ms"}
+IDLES=${IDLES:-"0 30ms"}
 RATE=${RATE:-2000000}
 bin=$(mktemp -d)/sluice
 go build -o "$bin" ./cmd/sluice

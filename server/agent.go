@@ -75,6 +75,13 @@ const (
 	DefaultCacheBytes      = 512 << 20
 )
 
+// DefaultFlushIdle is the commands' --flush-idle (a zero Config.FlushIdle is
+// off). Producers wait for their acknowledgements before they send more, so
+// once nothing has come for this long, waiting out the window only adds
+// latency. It costs more PUTs at low load (README, "Choosing
+// --flush-window").
+const DefaultFlushIdle = 30 * time.Millisecond
+
 // memoryHeadroom is what an agent needs beside its cache and its flush
 // buffers: requests and responses in flight, the replica of the metadata,
 // connections, goroutines.

@@ -76,7 +76,7 @@ func addAgentFlags(fs *flag.FlagSet) *agentFlags {
 	return &agentFlags{
 		advertise:         fs.String("advertise", "", "host:port clients are told to connect to (default: the listen address); behind a load balancer, its address"),
 		flushWindow:       fs.Duration("flush-window", server.DefaultFlushWindow, "how long produced batches wait to share one object"),
-		flushIdle:         fs.Duration("flush-idle", 0, "seal an object sooner, once no batch has come for this long (0: always wait out --flush-window); lower latency for producers with one request in flight, more PUTs at low load"),
+		flushIdle:         fs.Duration("flush-idle", server.DefaultFlushIdle, "seal an object sooner, once no batch has come for this long (0: always wait out --flush-window); lower latency at low load, for more PUTs"),
 		flushBytes:        fs.Int("flush-bytes", server.DefaultFlushBytes, "seal an object early at this many bytes"),
 		cacheBytes:        fs.Int64("cache-bytes", server.DefaultCacheBytes, "segment cache size in bytes"),
 		autoCreate:        fs.Bool("auto-create-topics", true, "create unknown topics on Metadata and Produce"),
