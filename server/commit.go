@@ -68,8 +68,8 @@ func (a *Agent) flushNow() {
 }
 
 // writeThrough puts a freshly committed object into the cache, so that
-// consumers waiting for its batches find them there. The cache now owns the buffer: it is recycled once the cache drops
-// it and no response holds it.
+// consumers waiting for its batches find them there. The cache now owns the
+// buffer: it is recycled once the cache drops it and no response holds it.
 func (a *Agent) writeThrough(o *core.SealedObject, batches []core.Committed) {
 	for _, c := range batches {
 		a.metrics.producedBatches.Add(1)
