@@ -49,11 +49,10 @@ type entry struct {
 // what it acquired, and not touch the bytes afterwards. Without one, the
 // garbage collector takes the bytes and Release does nothing.
 type Value struct {
-	b        []byte
-	free     func([]byte)
-	refs     atomic.Int64
-	inCache  atomic.Bool
-	released atomic.Bool // free has been called
+	b       []byte
+	free    func([]byte)
+	refs    atomic.Int64 // reaches 0 once: acquire refuses a value at 0
+	inCache atomic.Bool
 }
 
 // Bytes returns the value's bytes.
@@ -64,7 +63,7 @@ func (v *Value) Release() {
 	if v == nil || v.free == nil {
 		return
 	}
-	if v.refs.Add(-1) == 0 && v.released.CompareAndSwap(false, true) {
+	if v.refs.Add(-1) == 0 {
 		v.free(v.b)
 	}
 }

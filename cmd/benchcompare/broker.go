@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicedb/sluice/internal/balancer"
+	"github.com/sluicedb/sluice/internal/subprocess"
 )
 
 // brokerSpec says how to start one broker under test.
@@ -152,8 +153,7 @@ const logTailBytes = 2048
 // logTail is the end of the broker's output (its directory, log included,
 // is removed when it stops).
 func (p *brokerProc) logTail() string {
-	b, _ := os.ReadFile(p.logf.Name())
-	return string(b[max(0, len(b)-logTailBytes):])
+	return subprocess.LogTail(p.logf.Name(), logTailBytes)
 }
 
 // startAgents starts spec.agents agents following the sequencer at seqAddr,

@@ -138,10 +138,10 @@ func (p *proc) waitListening(timeout time.Duration) error {
 		}
 		exited := p.exited()
 		if exited == nil {
-			return fmt.Errorf("%s exited before listening on %s (log %s):\n%s", p.name, p.addr, p.logPath, logTail(p.logPath))
+			return fmt.Errorf("%s exited before listening on %s (log %s):\n%s", p.name, p.addr, p.logPath, subprocess.LogTail(p.logPath, logTailBytes))
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s is not listening on %s after %v: %v (log %s):\n%s", p.name, p.addr, timeout, err, p.logPath, logTail(p.logPath))
+			return fmt.Errorf("%s is not listening on %s after %v: %v (log %s):\n%s", p.name, p.addr, timeout, err, p.logPath, subprocess.LogTail(p.logPath, logTailBytes))
 		}
 		select {
 		case <-exited:
@@ -168,17 +168,6 @@ func commandLine(args []string) string {
 
 // logTailBytes is how much of a process's log an error shows.
 const logTailBytes = 2 << 10
-
-func logTail(path string) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	if len(data) > logTailBytes {
-		data = data[len(data)-logTailBytes:]
-	}
-	return string(data)
-}
 
 // freeAddr returns a loopback address with a port that was free a moment
 // ago. Another process may take it before ours binds; the caller then sees

@@ -5,7 +5,10 @@
 // ports and disk behind.
 package subprocess
 
-import "os/exec"
+import (
+	"os"
+	"os/exec"
+)
 
 // Process is a started child process, reaped in the background.
 type Process struct {
@@ -43,4 +46,14 @@ func (p *Process) Err() error { return p.err }
 func (p *Process) Kill() {
 	_ = p.cmd.Process.Kill() // fails only if it already exited
 	<-p.exited
+}
+
+// LogTail returns the last n bytes of the log file at path, for an error
+// about the process that wrote it, or the reason it cannot be read.
+func LogTail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	return string(data[max(0, len(data)-n):])
 }

@@ -340,7 +340,7 @@ func (s *Server) run() error {
 	s.proc = proc
 	if err := s.waitReady(); err != nil {
 		s.Stop()
-		return fmt.Errorf("%w\n%s log (%s), last part:\n%s", err, s.Kind, s.logPath(), tail(s.logPath()))
+		return fmt.Errorf("%w\n%s log (%s), last part:\n%s", err, s.Kind, s.logPath(), subprocess.LogTail(s.logPath(), logTailBytes))
 	}
 	return nil
 }
@@ -404,18 +404,6 @@ func redactArgs(args []string, secret string) []string {
 		out[i] = a
 	}
 	return out
-}
-
-// tail returns the end of a log file.
-func tail(path string) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	if len(data) > logTailBytes {
-		data = data[len(data)-logTailBytes:]
-	}
-	return string(data)
 }
 
 func randomHex(n int) string {
