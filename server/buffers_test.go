@@ -98,8 +98,12 @@ func TestRecycledFlushBuffersNeverReachAConsumer(t *testing.T) {
 	}
 
 	// Batches well under --flush-bytes, so that objects fill up to it and
-	// their buffers have the size the agent recycles.
-	producer, err := kgo.NewClient(kgo.SeedBrokers(sa.Addr()), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchMaxBytes(16<<10))
+	// their buffers have the size the agent recycles. Uncompressed, so that
+	// the objects fill by size, not by the window, however slow the machine
+	// (compressed, these values made ~30 objects of a few KiB and the cache
+	// evicted almost none of them).
+	producer, err := kgo.NewClient(kgo.SeedBrokers(sa.Addr()), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchMaxBytes(16<<10),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if err != nil {
 		t.Fatal(err)
 	}
