@@ -1,6 +1,7 @@
 package objectio
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -283,6 +284,17 @@ func (s *S3) unknownOutcome(key string, attemptErr error) error {
 // is empty; if it is past it, ErrInvalidRange. If the object grew in
 // between (a concurrent overwrite), the GET is tried again.
 func (s *S3) Get(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	return s.get(ctx, key, offset, length, nil)
+}
+
+// GetInto reads the whole object into buf when it fits (see
+// objectio.GetInto): the response body is read straight into it.
+func (s *S3) GetInto(ctx context.Context, key string, buf []byte) ([]byte, error) {
+	return s.get(ctx, key, 0, -1, buf)
+}
+
+// get reads a range of an object into buf's memory when it fits.
+func (s *S3) get(ctx context.Context, key string, offset, length int64, buf []byte) ([]byte, error) {
 	if err := validateKey(key); err != nil {
 		return nil, err
 	}
@@ -292,7 +304,7 @@ func (s *S3) Get(ctx context.Context, key string, offset, length int64) ([]byte,
 	ctx, cancel := s.withTimeout(ctx)
 	defer cancel()
 	for range s3RangeRetryMax {
-		data, err := s.getRange(ctx, key, offset, length)
+		data, err := s.getRange(ctx, key, offset, length, buf)
 		if !errors.Is(err, errRangeNotSatisfiable) {
 			return data, err
 		}
@@ -313,8 +325,9 @@ func (s *S3) Get(ctx context.Context, key string, offset, length int64) ([]byte,
 // errRangeNotSatisfiable is internal: the GET got 416.
 var errRangeNotSatisfiable = errors.New("objectio: s3 range not satisfiable")
 
-// getRange does one GET. It returns errRangeNotSatisfiable for a 416.
-func (s *S3) getRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+// getRange does one GET into buf's memory when it fits. It returns
+// errRangeNotSatisfiable for a 416.
+func (s *S3) getRange(ctx context.Context, key string, offset, length int64, buf []byte) ([]byte, error) {
 	in := &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.prefix + key)}
 	want := length
 	switch {
@@ -343,7 +356,7 @@ func (s *S3) getRange(ctx context.Context, key string, offset, length int64) ([]
 	if out.ContentLength != nil {
 		contentLength = *out.ContentLength
 	}
-	data, err := readBody(out.Body, contentLength)
+	data, err := readBody(out.Body, contentLength, buf)
 	if err != nil {
 		return nil, s.fail(ctx, "get", key, err)
 	}
@@ -375,12 +388,19 @@ func responseStatus(md middleware.Metadata) int {
 }
 
 // readBody reads a response body of the announced length (or -1 when not
-// announced) in one allocation.
-func readBody(body io.Reader, contentLength int64) ([]byte, error) {
+// announced) into buf's memory when it fits, else in one allocation.
+func readBody(body io.Reader, contentLength int64, buf []byte) ([]byte, error) {
 	if contentLength < 0 {
-		return io.ReadAll(body)
+		b := bytes.NewBuffer(buf[:0])
+		_, err := b.ReadFrom(body)
+		return b.Bytes(), err
 	}
-	data := make([]byte, contentLength)
+	var data []byte
+	if buf != nil && int64(cap(buf)) >= contentLength {
+		data = buf[:contentLength]
+	} else {
+		data = make([]byte, contentLength)
+	}
 	if _, err := io.ReadFull(body, data); err != nil {
 		return nil, fmt.Errorf("reading %d-byte body: %w", contentLength, err)
 	}
