@@ -17,42 +17,45 @@ import (
 
 	"github.com/sluicedb/sluice/internal/balancer"
 	"github.com/sluicedb/sluice/internal/subprocess"
+	"github.com/sluicedb/sluice/objectio/s3server"
 )
 
 // brokerSpec says how to start one broker under test.
 type brokerSpec struct {
 	name string
-	// args builds the command line for a broker on addr; dir is a fresh
-	// temporary directory it may keep data in.
-	args func(addr, dir string) []string
+	// store is the Sluice store: "mem", "dir", or "minio" (a MinIO server
+	// started for the run, as a process of its own; its CPU is not the
+	// broker's). Empty for kfake.
+	store string
+	// args builds the command line for a broker on addr; store is the
+	// store's URL.
+	args func(addr, store string) []string
 	bin  func(b binaries) string
 	// agents > 0 makes it a distributed cluster instead: a `sluice
-	// sequencer` and that many `sluice agent`s on a dir store, behind a TCP
-	// balancer listening on addr. args then builds the agents' extra flags.
+	// sequencer` and that many `sluice agent`s, behind a TCP balancer
+	// listening on addr. args then builds the agents' extra flags.
 	agents int
 }
 
 type binaries struct{ sluice, kfake string }
 
 func brokerSpecs(sluiceFlags []string) []brokerSpec {
-	serve := func(store func(dir string) string) func(addr, dir string) []string {
-		return func(addr, dir string) []string {
-			args := []string{"serve", "--listen", addr, "--store", store(dir), "--admin-addr=",
-				"--log-level", "warn", "--auto-create-topics=true"}
-			return append(args, sluiceFlags...)
-		}
+	serve := func(addr, store string) []string {
+		args := []string{"serve", "--listen", addr, "--store", store, "--admin-addr=",
+			"--log-level", "warn", "--auto-create-topics=true"}
+		return append(args, sluiceFlags...)
 	}
+	sluice := func(b binaries) string { return b.sluice }
 	return []brokerSpec{
 		{name: "kfake", bin: func(b binaries) string { return b.kfake },
 			args: func(addr, _ string) []string {
 				_, port, _ := net.SplitHostPort(addr)
 				return []string{"-port", port}
 			}},
-		{name: "sluice-mem", bin: func(b binaries) string { return b.sluice },
-			args: serve(func(string) string { return "mem://" })},
-		{name: "sluice-dir", bin: func(b binaries) string { return b.sluice },
-			args: serve(func(dir string) string { return "dir://" + filepath.Join(dir, "data") })},
-		{name: "sluice-2agents", bin: func(b binaries) string { return b.sluice }, agents: 2,
+		{name: "sluice-mem", store: "mem", bin: sluice, args: serve},
+		{name: "sluice-dir", store: "dir", bin: sluice, args: serve},
+		{name: "sluice-minio", store: "minio", bin: sluice, args: serve},
+		{name: "sluice-2agents", store: "dir", bin: sluice, agents: 2,
 			args: func(string, string) []string { return sluiceFlags }},
 	}
 }
@@ -67,6 +70,7 @@ type brokerProc struct {
 	exited chan error
 	others []*exec.Cmd
 	lb     *balancer.Balancer
+	s3     *s3server.Server // the store's server, for a MinIO store
 }
 
 // startBroker starts spec's broker on a free port of 127.0.0.1 and waits
@@ -85,24 +89,29 @@ func startBroker(ctx context.Context, spec brokerSpec, bins binaries) (*brokerPr
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	args := spec.args(addr, dir)
-	seqAddr, err := freeAddr()
+	p := &brokerProc{addr: addr, dir: dir, logf: logf, exited: make(chan error, 1)}
+	store, err := p.startStore(spec.store)
 	if err != nil {
+		p.stop()
 		return nil, err
 	}
-	store := "dir://" + filepath.Join(dir, "data")
+	args := spec.args(addr, store)
+	seqAddr, err := freeAddr()
+	if err != nil {
+		p.stop()
+		return nil, err
+	}
 	if spec.agents > 0 {
 		args = []string{"sequencer", "--listen", seqAddr, "--store", store, "--admin-addr=", "--log-level", "warn"}
 	}
-	cmd := exec.Command(spec.bin(bins), args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		os.RemoveAll(dir)
+	p.cmd = exec.Command(spec.bin(bins), args...)
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	if err := p.cmd.Start(); err != nil {
+		p.cmd = nil
+		p.stop()
 		return nil, err
 	}
-	p := &brokerProc{cmd: cmd, addr: addr, dir: dir, logf: logf, exited: make(chan error, 1)}
-	go func() { p.exited <- cmd.Wait() }()
+	go func() { p.exited <- p.cmd.Wait() }()
 	if spec.agents > 0 {
 		if err := p.startAgents(spec, bins, seqAddr, store); err != nil {
 			p.stop()
@@ -114,6 +123,27 @@ func startBroker(ctx context.Context, spec brokerSpec, bins binaries) (*brokerPr
 		return nil, err
 	}
 	return p, nil
+}
+
+// startStore returns the URL of the kind of store named, starting its
+// server if it has one.
+func (p *brokerProc) startStore(kind string) (string, error) {
+	switch kind {
+	case "":
+		return "", nil // not a Sluice broker
+	case "mem":
+		return "mem://", nil
+	case "dir":
+		return "dir://" + filepath.Join(p.dir, "data"), nil
+	case "minio":
+		srv, err := s3server.Launch("minio", filepath.Join(p.dir, "minio"))
+		if err != nil {
+			return "", err
+		}
+		p.s3 = srv
+		return srv.URL("bench/"), nil
+	}
+	return "", fmt.Errorf("unknown store %q", kind)
 }
 
 // readyMax bounds how long a broker may take to start.
@@ -207,12 +237,17 @@ func (p *brokerProc) stop() {
 			<-done
 		}
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(stopMax):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
+	if p.cmd != nil {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.exited:
+		case <-time.After(stopMax):
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+	}
+	if p.s3 != nil {
+		p.s3.Stop()
 	}
 	p.logf.Close()
 	os.RemoveAll(p.dir)

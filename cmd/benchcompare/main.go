@@ -1,8 +1,8 @@
-// Command benchcompare runs one load, on one machine, against three
+// Command benchcompare runs one load, on one machine, against several
 // brokers one after the other: kfake (franz-go's in-memory fake broker, the
-// peer), `sluice serve` on the mem store and `sluice serve` on the dir
-// store. Each broker is a process of its own, started on a free port and
-// stopped afterwards. For each it measures
+// peer), `sluice serve` on the mem store, on the dir store and on a local
+// MinIO, and a sequencer with two agents. Each broker is a process of its
+// own, started on a free port and stopped afterwards. For each it measures
 //
 //   - produce MB/s at the maximum rate, and consume MB/s reading it all
 //     back (with every record verified: count, checksum, order);
@@ -19,6 +19,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,6 +34,7 @@ import (
 	"time"
 
 	"github.com/sluicedb/sluice/bench"
+	"github.com/sluicedb/sluice/objectio/s3server"
 	"github.com/sluicedb/sluice/server"
 )
 
@@ -58,7 +60,7 @@ func main() {
 	flag.IntVar(&c.rateBytes, "rate-bytes", 2_000_000, "bytes per second of the fixed-rate produce (its latency goes in the table)")
 	flag.DurationVar(&c.rateDuration, "rate-duration", 10*time.Second, "how long the fixed-rate produce runs")
 	flag.BoolVar(&c.verbose, "v", false, "print the load generator's progress lines")
-	only := flag.String("brokers", "kfake,sluice-mem,sluice-dir,sluice-2agents", "which brokers to run, in order (sluice-2agents: a sequencer and 2 agents behind a balancer, dir store)")
+	only := flag.String("brokers", "kfake,sluice-mem,sluice-dir,sluice-minio,sluice-2agents", "which brokers to run, in order (sluice-minio: a MinIO server on this machine is the store, skipped if MinIO is not installed; sluice-2agents: a sequencer and 2 agents behind a balancer, dir store)")
 	sluiceFlags := flag.String("sluice-flags", "", "extra flags for `sluice serve`, space-separated (e.g. \"--flush-window 50ms\")")
 	sluiceBin := flag.String("sluice-bin", "", "a built sluice binary (default: go build ./cmd/sluice)")
 	kfakeBin := flag.String("kfake-bin", "", "a built kfake binary (default: go build ./bench/cmd/kfake)")
@@ -80,7 +82,7 @@ func compare(ctx context.Context, c config, only string, sluiceFlags []string, s
 	for _, name := range strings.Split(only, ",") {
 		i := slices.IndexFunc(all, func(s brokerSpec) bool { return s.name == name })
 		if i < 0 {
-			return fmt.Errorf("unknown broker %q (have kfake, sluice-mem, sluice-dir, sluice-2agents)", name)
+			return fmt.Errorf("unknown broker %q (have kfake, sluice-mem, sluice-dir, sluice-minio, sluice-2agents)", name)
 		}
 		specs = append(specs, all[i])
 	}
@@ -97,6 +99,9 @@ func compare(ctx context.Context, c config, only string, sluiceFlags []string, s
 	for _, spec := range specs {
 		fmt.Fprintf(os.Stderr, "benchcompare: %s…\n", spec.name)
 		r := measure(ctx, c, spec, bins)
+		if r.Skipped != "" {
+			fmt.Fprintf(os.Stderr, "benchcompare: %s skipped: %s\n", spec.name, r.Skipped)
+		}
 		if r.Err != "" {
 			fmt.Fprintf(os.Stderr, "benchcompare: %s: %s\n", spec.name, r.Err)
 		}
@@ -162,12 +167,19 @@ type row struct {
 	// Verified says what reading back found, in words.
 	Verified string `json:"verified"`
 	Err      string `json:"error,omitempty"`
+	// Skipped says why the broker did not run: a store server this
+	// machine does not have.
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // measure starts spec's broker, runs the load against it and stops it.
 func measure(ctx context.Context, c config, spec brokerSpec, bins binaries) row {
 	r := row{Broker: spec.name}
 	p, err := startBroker(ctx, spec, bins)
+	if errors.Is(err, s3server.ErrNotInstalled) {
+		r.Skipped = err.Error()
+		return r
+	}
 	if err != nil {
 		r.Err = err.Error()
 		return r
@@ -241,11 +253,15 @@ func writeTable(w io.Writer, c config, rows []row, sluiceFlags []string) {
 	if len(sluiceFlags) > 0 {
 		fmt.Fprintf(w, " sluice serve flags: `%s`.", strings.Join(sluiceFlags, " "))
 	}
-	fmt.Fprintf(w, " CPU is the broker process's utime+stime over the max-rate produce and the read-back, per GB produced plus consumed.\n\n")
+	fmt.Fprintf(w, " CPU is the broker processes' utime+stime over the max-rate produce and the read-back, per GB produced plus consumed; for sluice-minio it leaves out MinIO's, which shares the machine.\n\n")
 	fmt.Fprintf(w, "| broker | produce MB/s | consume MB/s | p50 ms @ %.0f MB/s | p99 ms @ %.0f MB/s | CPU-s/GB | peak RSS MiB | read back |\n",
 		float64(c.rateBytes)/1e6, float64(c.rateBytes)/1e6)
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|")
 	for _, r := range rows {
+		if r.Skipped != "" {
+			fmt.Fprintf(w, "| %s | – | – | – | – | – | – | skipped: %s |\n", r.Broker, oneLine(r.Skipped))
+			continue
+		}
 		if r.Err != "" && r.ProduceMBps == 0 {
 			fmt.Fprintf(w, "| %s | – | – | – | – | – | – | error: %s |\n", r.Broker, oneLine(r.Err))
 			continue
