@@ -79,9 +79,9 @@ const (
 // largeFrames[c] holds buffers of capacity exactly 1<<c.
 var largeFrames [bits.UintSize]sync.Pool
 
-// getFrame returns an empty buffer for a request of need bytes. A request
-// too large to take from the pools gets room as its bytes come, so a client
-// cannot make the agent allocate by only announcing a size.
+// getFrame returns an empty buffer for a request of need bytes: from the
+// pools by size if it is large (up to largeFrameMax), else from
+// bytebufferpool, to grow as the request's bytes arrive.
 func getFrame(need int) *bytebufferpool.ByteBuffer {
 	f := bytebufferpool.Get()
 	f.B = f.B[:0]
@@ -96,11 +96,17 @@ func getFrame(need int) *bytebufferpool.ByteBuffer {
 	return f
 }
 
-// putFrame takes back a request's buffer once nothing reads it.
+// putFrame takes back a request's buffer once nothing reads it. A large
+// buffer goes to the pool of the largest size it can hold (one grown as its
+// bytes arrived may have any capacity) if getFrame takes from that pool;
+// else it is dropped, rather than kept in bytebufferpool to serve small
+// requests.
 func putFrame(f *bytebufferpool.ByteBuffer) {
-	if n := cap(f.B); n > largeFrameMin && n <= largeFrameMax && n&(n-1) == 0 {
-		b := f.B[:0]
-		largeFrames[bits.Len(uint(n-1))].Put(&b)
+	if n := cap(f.B); n > largeFrameMin {
+		if c := bits.Len(uint(n)) - 1; 1<<c > largeFrameMin && 1<<c <= largeFrameMax {
+			b := f.B[:0]
+			largeFrames[c].Put(&b)
+		}
 		f.B = nil
 	}
 	bytebufferpool.Put(f)

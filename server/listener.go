@@ -29,6 +29,11 @@ type Server struct {
 	booted chan struct{}
 	done   chan error
 	conns  atomic.Int64
+
+	// Requests being read: how many, and the bytes given to them ahead of
+	// their arrival (see framesAheadMax).
+	reading     atomic.Int64
+	framesAhead atomic.Int64
 }
 
 // connState is what a gnet connection's context holds.
@@ -39,6 +44,7 @@ type connState struct {
 	// Owned by the connection's event loop.
 	frame *bytebufferpool.ByteBuffer // the request being read, nil between requests
 	need  int                        // its size, without the 4-byte length
+	ahead int                        // what its buffer counts in Server.framesAhead
 }
 
 // Serve starts serving Kafka on addr ("127.0.0.1:9092"). It returns once the
@@ -91,8 +97,7 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 func (s *Server) OnClose(c gnet.Conn, err error) gnet.Action {
 	s.conns.Add(-1)
 	if st, ok := c.Context().(*connState); ok && st.frame != nil {
-		putFrame(st.frame)
-		st.frame = nil
+		putFrame(s.endFrame(st))
 	}
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		s.log.Debug("connection closed", "remote", c.RemoteAddr(), "err", err)
@@ -116,7 +121,12 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 		if st.frame == nil {
 			if st.conn.pending() >= inflightMax {
 				st.paused.Store(true) // resume() wakes us when responses drain
-				return gnet.None
+				// A response may have drained between the check and the
+				// store, its resume() finding nothing paused: look again.
+				if st.conn.pending() >= inflightMax {
+					return gnet.None
+				}
+				st.paused.Store(false)
 			}
 			head, err := c.Peek(4)
 			if err != nil {
@@ -130,7 +140,7 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 			if _, err := c.Discard(4); err != nil {
 				return gnet.Close
 			}
-			st.frame, st.need = getFrame(total-4), total-4
+			s.startFrame(st, total-4)
 		}
 		buf := st.frame.B
 		n := min(c.InboundBuffered(), st.need-len(buf))
@@ -140,13 +150,42 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 		if len(st.frame.B) < st.need {
 			return gnet.None
 		}
-		frame := st.frame
-		st.frame = nil
-		if err := s.dispatch(st.conn, frame); err != nil {
+		if err := s.dispatch(st.conn, s.endFrame(st)); err != nil {
 			s.log.Warn("closing connection: bad request", "remote", c.RemoteAddr(), "err", err)
 			return gnet.Close
 		}
 	}
+}
+
+// framesAheadMax bounds the bytes given to requests ahead of their arrival,
+// over all connections. A large request gets a buffer of its announced size
+// at once, so that its bytes are copied once, as they come, with no
+// regrowing. But a size costs a client 4 bytes to announce: past this bound,
+// a request's buffer grows only as its bytes arrive, and announcing sizes
+// on idle connections costs the agent nothing.
+const framesAheadMax = 64 << 20
+
+// startFrame begins reading a request of need bytes on st.
+func (s *Server) startFrame(st *connState, need int) {
+	s.reading.Add(1)
+	st.need = need
+	if need > largeFrameMin && s.framesAhead.Add(int64(need)) <= framesAheadMax {
+		st.frame, st.ahead = getFrame(need), need
+		return
+	}
+	if need > largeFrameMin {
+		s.framesAhead.Add(-int64(need))
+	}
+	st.frame = getFrame(0) // grown as the bytes come
+}
+
+// endFrame takes the request off st, whole or not.
+func (s *Server) endFrame(st *connState) *bytebufferpool.ByteBuffer {
+	f := st.frame
+	s.reading.Add(-1)
+	s.framesAhead.Add(-int64(st.ahead))
+	st.frame, st.need, st.ahead = nil, 0, 0
+	return f
 }
 
 // resume restarts reading on a connection paused at inflightMax.
