@@ -55,7 +55,10 @@ func handleFetch(a *Agent, c *call) {
 		f.release()
 	}
 	go func() {
-		for !anyErr && total < int64(req.MinBytes) && time.Now().Before(deadline) {
+		// Wait for data until the deadline, or until the agent closes:
+		// then answer with what there is (waiting on would spin, its
+		// context being done at once on every pass).
+		for !anyErr && total < int64(req.MinBytes) && time.Now().Before(deadline) && a.ctx.Err() == nil {
 			timer := time.NewTimer(time.Until(deadline))
 			select {
 			case <-changed:

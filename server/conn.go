@@ -3,6 +3,7 @@ package server
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,6 +26,7 @@ const iovMax = 1024
 type conn struct {
 	gc     gnet.Conn
 	server *Server
+	paused atomic.Bool // stopped reading at inflightMax
 
 	mu    sync.Mutex // guards slots; held while queueing writes so they keep order
 	slots []*slot    // unanswered requests, oldest first

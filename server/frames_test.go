@@ -3,10 +3,13 @@ package server
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"net"
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/sluicedb/sluice/codec/codectest"
 )
 
 // TestAnnouncedSizesCostLittle: a client that announces large requests
@@ -88,4 +91,62 @@ func TestPooledFramesHoldWhatTheyAreGivenFor(t *testing.T) {
 			putFrame(f)
 		}
 	}
+}
+
+// TestPipelinedPastTheInflightBoundAllAnswered: a client that sends far
+// more produce requests than inflightMax before reading any answer gets
+// every answer, in order: the connection stops reading at the bound and
+// starts again as answers drain, acks=0 produces among them, which drain
+// with no answer.
+func TestPipelinedPastTheInflightBoundAllAnswered(t *testing.T) {
+	const requests = 4 * inflightMax
+	// A window long enough that the bound is reached before the first
+	// answers come.
+	sa := startBroker(t, nil, Config{FlushWindow: 100 * time.Millisecond})
+	createTopic(t, rawClient(t, sa.Addr()), "pipelined", 1)
+	conn, err := net.Dial("tcp", sa.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var out []byte
+	for i := range int32(requests) {
+		req := produceRequest("pipelined", map[int32][]byte{0: codectest.Batch(codectest.BatchSpec{Records: 1, ValueBytes: 10})})
+		req.SetVersion(7)
+		if i%2 == 1 {
+			req.Acks = 0 // never answered
+		}
+		out = appendRequest(out, 0, 7, i, req.AppendTo(nil))
+	}
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	go conn.Write(out)
+	for i := int32(0); i < requests; i += 2 {
+		var size [4]byte
+		if _, err := io.ReadFull(conn, size[:]); err != nil {
+			t.Fatalf("reading answer %d of %d: %v", i/2, requests/2, err)
+		}
+		resp := make([]byte, binary.BigEndian.Uint32(size[:]))
+		if _, err := io.ReadFull(conn, resp); err != nil {
+			t.Fatalf("reading answer %d of %d: %v", i/2, requests/2, err)
+		}
+		if got := int32(binary.BigEndian.Uint32(resp)); got != i {
+			t.Fatalf("answer %d has correlation id %d, want %d", i/2, got, i)
+		}
+	}
+	if paused := sa.Agent.metrics.connectionsPaused.Load(); paused == 0 {
+		t.Errorf("the connection never stopped reading at %d requests in flight", inflightMax)
+	}
+}
+
+// appendRequest appends a request frame with a null client id.
+func appendRequest(b []byte, key, version int16, correlationID int32, body []byte) []byte {
+	start := len(b)
+	b = binary.BigEndian.AppendUint32(b, 0)
+	b = binary.BigEndian.AppendUint16(b, uint16(key))
+	b = binary.BigEndian.AppendUint16(b, uint16(version))
+	b = binary.BigEndian.AppendUint32(b, uint32(correlationID))
+	b = binary.BigEndian.AppendUint16(b, 0xffff)
+	b = append(b, body...)
+	binary.BigEndian.PutUint32(b[start:], uint32(len(b)-start-4))
+	return b
 }

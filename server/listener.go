@@ -38,8 +38,7 @@ type Server struct {
 
 // connState is what a gnet connection's context holds.
 type connState struct {
-	conn   *conn
-	paused atomic.Bool // stopped reading at inflightMax
+	conn *conn
 
 	// Owned by the connection's event loop.
 	frame *bytebufferpool.ByteBuffer // the request being read, nil between requests
@@ -120,13 +119,14 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	for {
 		if st.frame == nil {
 			if st.conn.pending() >= inflightMax {
-				st.paused.Store(true) // resume() wakes us when responses drain
+				st.conn.paused.Store(true) // resume() wakes us when responses drain
 				// A response may have drained between the check and the
 				// store, its resume() finding nothing paused: look again.
 				if st.conn.pending() >= inflightMax {
+					s.agent.metrics.connectionsPaused.Add(1)
 					return gnet.None
 				}
-				st.paused.Store(false)
+				st.conn.paused.Store(false)
 			}
 			head, err := c.Peek(4)
 			if err != nil {
@@ -188,10 +188,11 @@ func (s *Server) endFrame(st *connState) *bytebufferpool.ByteBuffer {
 	return f
 }
 
-// resume restarts reading on a connection paused at inflightMax.
+// resume restarts reading on a connection paused at inflightMax. It may run
+// off the connection's event loop, so it reads nothing gnet owns (the
+// connection's context is cleared on the loop when it closes).
 func (s *Server) resume(cn *conn) {
-	st, ok := cn.gc.Context().(*connState)
-	if ok && st.paused.CompareAndSwap(true, false) {
+	if cn.paused.CompareAndSwap(true, false) {
 		_ = cn.gc.Wake(nil)
 	}
 }

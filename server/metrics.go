@@ -19,6 +19,9 @@ type metrics struct {
 	fetchedBytes    atomic.Int64
 	storeReads      atomic.Int64
 	buffersReused   atomic.Int64
+	// connectionsPaused counts the times a connection stopped reading at
+	// inflightMax unanswered requests.
+	connectionsPaused atomic.Int64
 }
 
 // WriteMetrics writes the counters in the Prometheus text format.
@@ -36,6 +39,7 @@ func (a *Agent) WriteMetrics(w io.Writer) {
 		{"sluice_fetched_bytes_total", "Record bytes returned to consumers.", m.fetchedBytes.Load()},
 		{"sluice_store_reads_total", "Data objects read from the object store on a cache miss.", m.storeReads.Load()},
 		{"sluice_flush_buffers_reused_total", "Flush buffers reused after the cache dropped their object.", m.buffersReused.Load()},
+		{"sluice_connection_pauses_total", fmt.Sprintf("Times a connection stopped reading because it had %d requests unanswered.", inflightMax), m.connectionsPaused.Load()},
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", c.name, c.help, c.name, c.name, c.v)
 	}
