@@ -232,6 +232,13 @@ func (c *Cache) LoadOwned(key string, load func() ([]byte, func([]byte), error))
 	}
 }
 
+// Bytes is the memory the cached values hold (their capacity).
+func (c *Cache) Bytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used
+}
+
 // Close drops every value.
 func (c *Cache) Close() {
 	c.mu.Lock()

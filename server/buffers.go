@@ -33,11 +33,13 @@ type flushBuffers struct {
 // it, so a few are enough.
 const flushBuffersKept = 4
 
-// get returns an empty buffer of at least the given capacity.
+// get returns an empty buffer of at least the given capacity, and at most
+// twice it: a light load's small window must not take a whole buffer, which
+// the cache would count whole once the window is written.
 func (p *flushBuffers) get(capacity int) []byte {
 	p.mu.Lock()
 	for i, b := range p.free {
-		if cap(b) >= capacity {
+		if cap(b) >= capacity && cap(b) <= 2*capacity {
 			last := len(p.free) - 1
 			p.free[i], p.free[last] = p.free[last], nil
 			p.free = p.free[:last]

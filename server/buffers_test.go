@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -128,5 +129,64 @@ func TestRecycledFlushBuffersNeverReachAConsumer(t *testing.T) {
 	}
 	if n := sa.Agent.metrics.buffersReused.Load(); n == 0 {
 		t.Errorf("no flush buffer was reused over %d objects", sa.Agent.metrics.objectsWritten.Load())
+	}
+}
+
+// TestSmallObjectsReadBackHoldLittleMemory: objects from a light load's
+// windows, read back cold by a consumer, are cached in memory of their own
+// size, not each in a flush buffer. The cache counts what its values hold,
+// so in whole buffers a few of them would fill it, and a fetch over many
+// would hold a buffer for each (in the chaos run, fetches over thousands of
+// small objects held gigabytes and timed out).
+func TestSmallObjectsReadBackHoldLittleMemory(t *testing.T) {
+	const topic, records = "light", 40
+	store, err := objectio.NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	writer := startBroker(t, store, Config{FlushWindow: 5 * time.Millisecond, AutoCreateTopics: true})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(writer.Addr()), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := range records { // one at a time: an object each
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: recordValue(i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objects := writer.Agent.metrics.objectsWritten.Load()
+
+	reader := startBroker(t, store, Config{})
+	cons, err := kgo.NewClient(kgo.SeedBrokers(reader.Addr()), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	for seen := 0; seen < records && ctx.Err() == nil; {
+		seen += cons.PollFetches(ctx).NumRecords()
+	}
+	if reads := reader.Agent.metrics.storeReads.Load(); reads < objects/2 {
+		t.Fatalf("setup: %d store reads for %d objects; the reader did not read them cold", reads, objects)
+	}
+	if held, most := reader.Agent.cache.Bytes(), objects*64<<10; held > most {
+		t.Errorf("%d small objects read back hold %d KiB in the cache; want at most %d KiB (a flush buffer is %d KiB)",
+			objects, held>>10, most>>10, reader.Agent.cfg.FlushBytes>>10)
+	}
+}
+
+// TestSmallWindowsDoNotTakeLargeBuffers: a flush buffer kept from a busy
+// period is not handed to a window that asks for a small one.
+func TestSmallWindowsDoNotTakeLargeBuffers(t *testing.T) {
+	var reused atomic.Int64
+	p := &flushBuffers{size: 8 << 20, reused: &reused}
+	p.put(make([]byte, 0, 8<<20))
+	if b := p.get(64 << 10); cap(b) != 64<<10 {
+		t.Errorf("a window asking for 64 KiB got a buffer of %d KiB", cap(b)>>10)
+	}
+	if b := p.get(8 << 20); cap(b) != 8<<20 || reused.Load() != 1 {
+		t.Errorf("a window asking for 8 MiB got a buffer of %d KiB, %d reused; want the kept one", cap(b)>>10, reused.Load())
 	}
 }

@@ -43,6 +43,7 @@ func (a *Agent) WriteMetrics(w io.Writer) {
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", c.name, c.help, c.name, c.name, c.v)
 	}
+	fmt.Fprintf(w, "# HELP sluice_cache_bytes Memory held by the segment cache's values.\n# TYPE sluice_cache_bytes gauge\nsluice_cache_bytes %d\n", a.cache.Bytes())
 	var index uint64
 	a.view(func(st *sequencer.State) { index = st.Index })
 	fmt.Fprintf(w, "# HELP sluice_metadata_log_index The newest metadata log entry this agent has applied (each entry is one PUT).\n# TYPE sluice_metadata_log_index gauge\nsluice_metadata_log_index %d\n", index)

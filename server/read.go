@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -132,7 +133,6 @@ func (a *Agent) readBatch(ctx context.Context, e sequencer.IndexEntry) ([]byte, 
 // consumer catching up costs about one GET per object, not one per batch: an
 // object holds every partition's batches of one flush window. An object
 // read from the store is checked, every batch's CRC, before it is trusted.
-// Where the agent recycles flush buffers, it reads objects into them too.
 func (a *Agent) loadBatch(ctx context.Context, e sequencer.IndexEntry) ([]byte, *cache.Value, error) {
 	if a.cfg.CacheBytes < wholeObjectsCached*int64(a.cfg.FlushBytes) {
 		// A cache too small to keep a few whole objects would drop each
@@ -148,21 +148,17 @@ func (a *Agent) loadBatch(ctx context.Context, e sequencer.IndexEntry) ([]byte, 
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		a.metrics.storeReads.Add(1)
-		var buf []byte
-		if a.buffers != nil {
-			buf = a.buffers.get(a.cfg.FlushBytes)
-		}
-		b, err := objectio.GetInto(ctx, a.store, e.Object, buf)
+		b, free, err := a.readObject(ctx, e.Object)
 		if err == nil {
 			err = core.CheckObject(e.Object, b)
 		}
 		if err != nil {
-			if a.buffers != nil {
-				a.buffers.put(buf)
+			if free != nil {
+				free(b)
 			}
 			return nil, nil, fmt.Errorf("read %s: %w", e.Object, err)
 		}
-		return b, a.recycle, nil
+		return b, free, nil
 	})
 	if err != nil {
 		return nil, nil, err
@@ -173,4 +169,37 @@ func (a *Agent) loadBatch(ctx context.Context, e sequencer.IndexEntry) ([]byte, 
 		return nil, nil, err
 	}
 	return b, obj, nil
+}
+
+// readObject reads a whole object. Where the agent recycles flush buffers
+// it reads into one, and returns the function that takes it back. An object
+// less than half a buffer (a light load's window) is kept in memory of its
+// own size instead: the cache counts the memory a value holds, so small
+// objects in whole buffers would fill it with a few of them, and a fetch
+// holding many would hold a buffer for each.
+func (a *Agent) readObject(ctx context.Context, key string) ([]byte, func([]byte), error) {
+	if a.buffers == nil {
+		b, err := a.store.Get(ctx, key, 0, -1)
+		return b, nil, err
+	}
+	buf := a.buffers.get(a.cfg.FlushBytes)
+	b, err := objectio.GetInto(ctx, a.store, key, buf)
+	switch {
+	case err != nil:
+		a.buffers.put(buf)
+		return nil, nil, err
+	case !sameMemory(b, buf): // too large for it: read into memory of its own
+		a.buffers.put(buf)
+		return b, nil, nil
+	case len(b) < cap(buf)/2:
+		small := bytes.Clone(b)
+		a.buffers.put(buf)
+		return small, nil, nil
+	}
+	return b, a.recycle, nil
+}
+
+// sameMemory reports whether a and b start at the same byte.
+func sameMemory(a, b []byte) bool {
+	return cap(a) > 0 && cap(b) > 0 && &a[:1][0] == &b[:1][0]
 }
