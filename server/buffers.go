@@ -33,13 +33,21 @@ type flushBuffers struct {
 // it, so a few are enough.
 const flushBuffersKept = 4
 
+// bufferFillMin is the least part of a recycled buffer worth filling: the
+// cache counts a value's whole buffer, so a small object in a large buffer
+// makes it keep that many times fewer objects. Objects under it get memory
+// of their own size. Between, reuse wins: a buffer fresh from the kernel
+// costs page faults and garbage, and objects a few MiB in size are common
+// under load (windows sealed on idle, or before a batch that would not fit).
+const bufferFillMin = 8
+
 // get returns an empty buffer of at least the given capacity, and at most
-// twice it: a light load's small window must not take a whole buffer, which
-// the cache would count whole once the window is written.
+// bufferFillMin times it: a light load's small window must not take a
+// whole buffer.
 func (p *flushBuffers) get(capacity int) []byte {
 	p.mu.Lock()
 	for i, b := range p.free {
-		if cap(b) >= capacity && cap(b) <= 2*capacity {
+		if cap(b) >= capacity && cap(b) <= bufferFillMin*capacity {
 			last := len(p.free) - 1
 			p.free[i], p.free[last] = p.free[last], nil
 			p.free = p.free[:last]

@@ -173,10 +173,10 @@ func (a *Agent) loadBatch(ctx context.Context, e sequencer.IndexEntry) ([]byte, 
 
 // readObject reads a whole object. Where the agent recycles flush buffers
 // it reads into one, and returns the function that takes it back. An object
-// less than half a buffer (a light load's window) is kept in memory of its
-// own size instead: the cache counts the memory a value holds, so small
-// objects in whole buffers would fill it with a few of them, and a fetch
-// holding many would hold a buffer for each.
+// under 1/bufferFillMin of a buffer (a light load's window) is kept in
+// memory of its own size instead: the cache counts the memory a value
+// holds, so small objects in whole buffers would fill it with a few of
+// them, and a fetch holding many would hold a buffer for each.
 func (a *Agent) readObject(ctx context.Context, key string) ([]byte, func([]byte), error) {
 	if a.buffers == nil {
 		b, err := a.store.Get(ctx, key, 0, -1)
@@ -191,7 +191,7 @@ func (a *Agent) readObject(ctx context.Context, key string) ([]byte, func([]byte
 	case !sameMemory(b, buf): // too large for it: read into memory of its own
 		a.buffers.put(buf)
 		return b, nil, nil
-	case len(b) < cap(buf)/2:
+	case len(b) < cap(buf)/bufferFillMin:
 		small := bytes.Clone(b)
 		a.buffers.put(buf)
 		return small, nil, nil
