@@ -86,7 +86,7 @@ const (
 	largeFrameMax = 16 << 20 // larger ones grow as their bytes arrive, pooled or not
 )
 
-// largeFrames[c] holds buffers of capacity exactly 1<<c.
+// largeFrames[c] holds buffers of capacity 1<<c up to twice that.
 var largeFrames [bits.UintSize]sync.Pool
 
 // getFrame returns an empty buffer for a request of need bytes: from the

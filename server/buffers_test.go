@@ -147,11 +147,7 @@ func TestSmallObjectsReadBackHoldLittleMemory(t *testing.T) {
 	writer := startBroker(t, store, Config{FlushWindow: 5 * time.Millisecond, AutoCreateTopics: true})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(writer.Addr()), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := topicProducer(t, writer.Addr(), topic)
 	for i := range records { // one at a time: an object each
 		if err := cl.ProduceSync(ctx, &kgo.Record{Value: recordValue(i)}).FirstErr(); err != nil {
 			t.Fatal(err)

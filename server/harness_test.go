@@ -7,8 +7,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/sluicedb/sluice/objectio"
 )
+
+// topicProducer is a franz-go client producing to topic on addr, creating
+// it if missing; it is closed at the end of the test.
+func topicProducer(t testing.TB, addr, topic string) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
 
 // startBroker runs `sluice serve` in process on a free port and stops it at
 // the end of the test.

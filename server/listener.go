@@ -169,11 +169,11 @@ const framesAheadMax = 64 << 20
 func (s *Server) startFrame(st *connState, need int) {
 	s.reading.Add(1)
 	st.need = need
-	if need > largeFrameMin && s.framesAhead.Add(int64(need)) <= framesAheadMax {
-		st.frame, st.ahead = getFrame(need), need
-		return
-	}
-	if need > largeFrameMin {
+	if need > largeFrameMin && need <= largeFrameMax { // a size getFrame takes from the pools
+		if s.framesAhead.Add(int64(need)) <= framesAheadMax {
+			st.frame, st.ahead = getFrame(need), need
+			return
+		}
 		s.framesAhead.Add(-int64(need))
 	}
 	st.frame = getFrame(0) // grown as the bytes come

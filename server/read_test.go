@@ -94,11 +94,7 @@ func TestDamagedStoredBatchIsAStorageErrorNotData(t *testing.T) {
 	writer := startBroker(t, store, Config{FlushWindow: 20 * time.Millisecond, AutoCreateTopics: true})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(writer.Addr()), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := topicProducer(t, writer.Addr(), topic)
 	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("one")}, &kgo.Record{Value: []byte("two")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
