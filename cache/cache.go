@@ -38,9 +38,8 @@ type Cache struct {
 }
 
 type entry struct {
-	key  string
-	v    *Value
-	cost int64
+	key string
+	v   *Value
 }
 
 // Value is cached bytes. If it has a free function, it counts its holders
@@ -49,10 +48,9 @@ type entry struct {
 // what it acquired, and not touch the bytes afterwards. Without one, the
 // garbage collector takes the bytes and Release does nothing.
 type Value struct {
-	b       []byte
-	free    func([]byte)
-	refs    atomic.Int64 // reaches 0 once: acquire refuses a value at 0
-	inCache atomic.Bool
+	b    []byte
+	free func([]byte)
+	refs atomic.Int64 // reaches 0 once: acquire refuses a value at 0
 }
 
 // Bytes returns the value's bytes.
@@ -81,13 +79,6 @@ func (v *Value) acquire() bool {
 		if v.refs.CompareAndSwap(n, n+1) {
 			return true
 		}
-	}
-}
-
-// leaveCache drops the cache's own reference, once.
-func (v *Value) leaveCache() {
-	if v != nil && v.inCache.CompareAndSwap(true, false) {
-		v.Release()
 	}
 }
 
@@ -152,8 +143,7 @@ func (c *Cache) Put(key string, b []byte, free func([]byte)) {
 // add caches v, which holds a reference for the cache, under key, and drops
 // the least recently used values until the cache is within its bytes.
 func (c *Cache) add(key string, v *Value) {
-	v.inCache.Store(true)
-	cost := int64(cap(v.b))
+	cost := costOf(v)
 	var dropped []*Value
 	c.mu.Lock()
 	if el, ok := c.entries[key]; ok {
@@ -162,7 +152,7 @@ func (c *Cache) add(key string, v *Value) {
 	if cost > c.max {
 		dropped = append(dropped, v) // would empty the cache and still not fit
 	} else {
-		c.entries[key] = c.lru.PushFront(&entry{key: key, v: v, cost: cost})
+		c.entries[key] = c.lru.PushFront(&entry{key: key, v: v})
 		c.used += cost
 		for c.used > c.max {
 			dropped = append(dropped, c.remove(c.lru.Back()))
@@ -171,7 +161,7 @@ func (c *Cache) add(key string, v *Value) {
 	c.mu.Unlock()
 	// Outside the lock: the last release of a value recycles its buffer.
 	for _, d := range dropped {
-		d.leaveCache()
+		d.Release() // the cache's reference; each value leaves the cache once
 	}
 }
 
@@ -179,9 +169,12 @@ func (c *Cache) add(key string, v *Value) {
 func (c *Cache) remove(el *list.Element) *Value {
 	e := c.lru.Remove(el).(*entry)
 	delete(c.entries, e.key)
-	c.used -= e.cost
+	c.used -= costOf(e.v)
 	return e.v
 }
+
+// costOf is what a value counts against the cache: the memory it holds.
+func costOf(v *Value) int64 { return int64(cap(v.b)) }
 
 // Load returns key's value, calling load at most once at a time per key when
 // it is not cached, and caching what it returns. The caller must Release
@@ -248,6 +241,6 @@ func (c *Cache) Close() {
 	}
 	c.mu.Unlock()
 	for _, d := range dropped {
-		d.leaveCache()
+		d.Release() // the cache's reference; each value leaves the cache once
 	}
 }

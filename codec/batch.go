@@ -109,6 +109,13 @@ func checkLengthAndMagic(b []byte) error {
 	return nil
 }
 
+// IsOneBatch reports whether b holds exactly one batch by its header (the
+// magic, and a length that covers b): what SplitBatches would find in b,
+// without walking it. The CRC is not checked.
+func IsOneBatch(b []byte) bool {
+	return len(b) >= BatchHeaderSize && checkLengthAndMagic(b) == nil && batchTotal(b) == len(b)
+}
+
 // batchTotal is the whole size of the batch starting at b, prefix included.
 // b must hold at least the length field, and the length must be
 // non-negative.

@@ -221,7 +221,7 @@ func TestServedHeaderKeepsBatchValidAndReadsBack(t *testing.T) {
 			orig := bytes.Clone(raw)
 			b, err := ParseBatch(raw)
 			if err != nil {
-				t.Fatalf("ParseBatch before Patch: %v", err)
+				t.Fatalf("ParseBatch of the stored batch: %v", err)
 			}
 			served := append(b.AppendServedHeader(nil, tt.baseOffset, tt.leaderEpoch), raw[ServedHeaderSize:]...)
 			if !bytes.Equal(raw, orig) {
@@ -257,7 +257,7 @@ func TestSplitBatchesWalksWholeBatchesAndIgnoresATrailingPartialOne(t *testing.T
 	one, three, ten := testBatch(t, 1), testBatch(t, 3), testBatch(t, 10)
 	set := bytes.Join([][]byte{one, three, ten}, nil)
 	badMagic := bytes.Clone(three)
-	badMagic[16] = 1
+	badMagic[offMagic] = 1
 	badLength := bytes.Clone(three)
 	binary.BigEndian.PutUint32(badLength[8:], 10)
 	corrupt := bytes.Clone(three)
@@ -371,5 +371,34 @@ func BenchmarkValidateAndServe(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/record")
 		})
+	}
+}
+
+func TestIsOneBatch(t *testing.T) {
+	one := testBatch(t, 3)
+	two := append(bytes.Clone(one), one...)
+	badMagic := bytes.Clone(one)
+	badMagic[offMagic] = 1
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want bool
+	}{
+		{"one batch", one, true},
+		{"two batches", two, false},
+		{"cut short", one[:len(one)-1], false},
+		{"a byte past it", append(bytes.Clone(one), 0), false},
+		{"header only", one[:BatchHeaderSize], false},
+		{"shorter than a header", one[:BatchHeaderSize-1], false},
+		{"bad magic", badMagic, false},
+	} {
+		if got := IsOneBatch(tc.b); got != tc.want {
+			t.Errorf("%s: IsOneBatch = %v, want %v", tc.name, got, tc.want)
+		}
+		n := 0
+		consumed, err := SplitBatches(tc.b, func(Batch) error { n++; return nil })
+		if split := err == nil && n == 1 && consumed == len(tc.b); split != tc.want {
+			t.Errorf("%s: SplitBatches finds one whole batch: %v, want %v", tc.name, split, tc.want)
+		}
 	}
 }

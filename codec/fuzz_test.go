@@ -75,7 +75,8 @@ func FuzzParseBatch(f *testing.F) {
 }
 
 // checkParsedBatch asserts what must hold of any batch ParseBatch accepts,
-// and that Patch keeps it acceptable.
+// and that the batch served with a new header (AppendServedHeader) is
+// still acceptable.
 func checkParsedBatch(t *testing.T, raw []byte) {
 	b, err := ParseBatch(raw)
 	if err != nil {

@@ -15,10 +15,10 @@ type Counting struct {
 
 var _ Store = (*Counting)(nil)
 
-// Put implements Store.
 // ReleasesData is the inner store's answer (see objectio.ReleasesData).
 func (c *Counting) ReleasesData() bool { return ReleasesData(c.Inner) }
 
+// Put implements Store.
 func (c *Counting) Put(ctx context.Context, key string, data []byte, opt PutOptions) error {
 	c.Puts.Add(1)
 	c.PutBytes.Add(int64(len(data)))

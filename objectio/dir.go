@@ -285,11 +285,7 @@ func (d *Dir) get(ctx context.Context, key string, offset, length int64, buf []b
 // readAt reads n bytes at start into buf's memory if it has room, else
 // into fresh memory.
 func readAt(f *os.File, key string, start, n int64, buf []byte) ([]byte, error) {
-	if buf != nil && int64(cap(buf)) >= n {
-		buf = buf[:n]
-	} else {
-		buf = make([]byte, n)
-	}
+	buf = into(buf, n)
 	got, err := f.ReadAt(buf, start)
 	// ReadAt may report io.EOF together with a full read at the end.
 	if got == len(buf) {

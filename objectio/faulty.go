@@ -122,24 +122,21 @@ func (f Faulty) Put(ctx context.Context, key string, data []byte, opt PutOptions
 
 // Get implements Store.
 func (f Faulty) Get(ctx context.Context, key string, offset, length int64) ([]byte, error) {
-	fault := f.fault(OpGet, key)
-	if fault == FaultBefore {
-		return nil, injected(fault, OpGet, key)
-	}
-	data, err := f.Inner.Get(ctx, key, offset, length)
-	if fault == FaultAfter {
-		return nil, injected(fault, OpGet, key)
-	}
-	return data, err
+	return f.get(key, func() ([]byte, error) { return f.Inner.Get(ctx, key, offset, length) })
 }
 
 // GetInto is Get's fault injection around the inner store's GetInto.
 func (f Faulty) GetInto(ctx context.Context, key string, buf []byte) ([]byte, error) {
+	return f.get(key, func() ([]byte, error) { return GetInto(ctx, f.Inner, key, buf) })
+}
+
+// get injects a read fault around read.
+func (f Faulty) get(key string, read func() ([]byte, error)) ([]byte, error) {
 	fault := f.fault(OpGet, key)
 	if fault == FaultBefore {
 		return nil, injected(fault, OpGet, key)
 	}
-	data, err := GetInto(ctx, f.Inner, key, buf)
+	data, err := read()
 	if fault == FaultAfter {
 		return nil, injected(fault, OpGet, key)
 	}

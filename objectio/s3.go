@@ -225,13 +225,13 @@ func (s *S3) withTimeout(ctx context.Context) (context.Context, context.CancelFu
 	return context.WithTimeout(ctx, s.requestTimeout)
 }
 
-// Put implements Store. An if-absent Put sends "If-None-Match: *"; the
-// server answers 412 to all but one of racing creators.
 // ReleasesData says the caller may reuse a Put's bytes once it returns: the
 // request body is fenced (newFencedReader), so not even a retry the SDK has
 // abandoned can read them later.
 func (s *S3) ReleasesData() bool { return true }
 
+// Put implements Store. An if-absent Put sends "If-None-Match: *"; the
+// server answers 412 to all but one of racing creators.
 func (s *S3) Put(ctx context.Context, key string, data []byte, opt PutOptions) error {
 	if err := validateKey(key); err != nil {
 		return err
@@ -395,12 +395,7 @@ func readBody(body io.Reader, contentLength int64, buf []byte) ([]byte, error) {
 		_, err := b.ReadFrom(body)
 		return b.Bytes(), err
 	}
-	var data []byte
-	if buf != nil && int64(cap(buf)) >= contentLength {
-		data = buf[:contentLength]
-	} else {
-		data = make([]byte, contentLength)
-	}
+	data := into(buf, contentLength)
 	if _, err := io.ReadFull(body, data); err != nil {
 		return nil, fmt.Errorf("reading %d-byte body: %w", contentLength, err)
 	}

@@ -121,6 +121,16 @@ func GetInto(ctx context.Context, s Store, key string, buf []byte) ([]byte, erro
 	return s.Get(ctx, key, 0, -1)
 }
 
+// into returns n bytes to read into: buf's memory if it has room, else
+// fresh memory. A nil buf always gets fresh memory, so that an empty object
+// reads as an empty slice, not nil.
+func into(buf []byte, n int64) []byte {
+	if buf != nil && int64(cap(buf)) >= n {
+		return buf[:n]
+	}
+	return make([]byte, n)
+}
+
 // ListAll pages through List and returns every object with prefix, in
 // ascending key order. It is meant for bounded prefixes (recovery, GC); a
 // listing that changes while it runs is seen as S3 would show it: each page

@@ -145,11 +145,8 @@ type Agent struct {
 
 	writeMu sync.Mutex
 	writer  *core.Writer
-	// recycle takes back a flush buffer nothing holds any more; nil when
-	// the store keeps the bytes it is given (mem://).
-	recycle func([]byte)
-	buffers *flushBuffers
-	drained *sync.Cond // on writeMu: the writer's backlog shrank
+	buffers *flushBuffers // nil when the store keeps the bytes it is given (mem://)
+	drained *sync.Cond    // on writeMu: the writer's backlog shrank
 	timer   *time.Timer
 	timerAt time.Time // the deadline timer is armed for
 
@@ -181,7 +178,6 @@ func NewAgent(cfg Config, seq Sequencer, store objectio.Store) (*Agent, error) {
 	if objectio.ReleasesData(store) {
 		a.buffers = &flushBuffers{size: cfg.FlushBytes, reused: &a.metrics.buffersReused}
 		a.writer.AllocateWith(a.buffers.get)
-		a.recycle = a.buffers.put
 		a.writer.OnDropped = func(o *core.SealedObject) { a.buffers.put(o.Data) }
 	}
 	a.drained = sync.NewCond(&a.writeMu)
@@ -252,6 +248,15 @@ func (a *Agent) Close(ctx context.Context) {
 	a.drained.Broadcast() // producers held by back-pressure give up
 	a.writeMu.Unlock()
 	a.cache.Close()
+}
+
+// recycler returns what takes back a flush buffer nothing holds any more,
+// for the cache to call; nil when the agent does not recycle buffers.
+func (a *Agent) recycler() func([]byte) {
+	if a.buffers == nil {
+		return nil
+	}
+	return a.buffers.put
 }
 
 // view runs fn with the replica read-locked.

@@ -75,7 +75,7 @@ func (a *Agent) writeThrough(o *core.SealedObject, batches []core.Committed) {
 		a.metrics.producedBatches.Add(1)
 		a.metrics.producedBytes.Add(c.Entry.Len)
 	}
-	a.cache.Put(cache.WrittenKey(o.Key), o.Data, a.recycle)
+	a.cache.Put(cache.WrittenKey(o.Key), o.Data, a.recycler())
 }
 
 // backlogObjects bounds the sealed objects an agent holds in memory while it

@@ -196,7 +196,7 @@ func (a *Agent) readObject(ctx context.Context, key string) ([]byte, func([]byte
 		a.buffers.put(buf)
 		return small, nil, nil
 	}
-	return b, a.recycle, nil
+	return b, a.buffers.put, nil
 }
 
 // sameMemory reports whether a and b start at the same byte.

@@ -285,6 +285,8 @@ func writeTable(w io.Writer, c config, rows []row, sluiceFlags []string) {
 			r.ProduceMBps/k.ProduceMBps, r.ConsumeMBps/k.ConsumeMBps, r.CPUSecPerGB/k.CPUSecPerGB)
 	}
 	if i := slices.IndexFunc(rows, func(r row) bool { return r.Broker == "sluice-dir" && r.Err == "" }); i >= 0 {
+		// The RSS target set for the agent (issue 7), not its Go memory
+		// limit (server.Config.MemoryBudget, which sits below it).
 		target := float64(server.DefaultCacheBytes+4*server.DefaultFlushBytes)/(1<<20) + 128
 		fmt.Fprintf(w, "\nAgent memory, target RSS ≤ cache + 4 × flush bytes + 128 MiB = %.0f MiB with the default flags: sluice-dir peaked at %.0f MiB (%.2f×). "+
 			"On mem the stored data is in the agent's heap, and sluice-2agents sums three processes.\n", target, rows[i].PeakRSSMiB, rows[i].PeakRSSMiB/target)

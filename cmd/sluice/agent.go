@@ -36,7 +36,7 @@ func runAgent(args []string) error {
 	if err != nil {
 		return err
 	}
-	limitMemory(cfg, *sf.store, log)
+	limitMemory(cfg, st, log)
 	cfg.OtherAgents = true
 	if cfg.AdvertiseHost == "" {
 		if cfg.AdvertiseHost, cfg.AdvertisePort, err = splitHostPort(*listen); err != nil {

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/sluicedb/sluice/objectio"
@@ -111,10 +110,11 @@ func (f *agentFlags) config(agentID string, log *slog.Logger) (server.Config, er
 
 // limitMemory makes the agent's memory budget the Go runtime's soft memory
 // limit (see server.Config.MemoryBudget), unless GOMEMLIMIT already sets
-// one, or the store is mem://, whose objects live in the heap beyond any
-// budget: a limit below the live heap would keep the collector running.
-func limitMemory(cfg server.Config, storeURL string, log *slog.Logger) {
-	if _, set := os.LookupEnv("GOMEMLIMIT"); set || strings.HasPrefix(storeURL, "mem:") {
+// one, or the store keeps the bytes it is given (mem://), whose objects then
+// live in the heap beyond any budget: a limit below the live heap would keep
+// the collector running.
+func limitMemory(cfg server.Config, st objectio.Store, log *slog.Logger) {
+	if _, set := os.LookupEnv("GOMEMLIMIT"); set || !objectio.ReleasesData(st) {
 		return
 	}
 	limit := cfg.MemoryBudget()

@@ -35,7 +35,7 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	limitMemory(cfg, *sf.store, log)
+	limitMemory(cfg, st, log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	sa, err := server.StartStandalone(ctx, st, *listen, cfg)

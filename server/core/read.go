@@ -105,12 +105,7 @@ func CheckEntry(obj []byte, e sequencer.IndexEntry) ([]byte, error) {
 		return nil, fmt.Errorf("object %s has %d bytes; the index places a batch at %d+%d", e.Object, len(obj), e.Pos, e.Len)
 	}
 	b := obj[e.Pos : e.Pos+e.Len : e.Pos+e.Len]
-	n := 0
-	consumed, err := codec.SplitBatches(b, func(codec.Batch) error {
-		n++
-		return nil
-	})
-	if err != nil || n != 1 || consumed != len(b) {
+	if !codec.IsOneBatch(b) {
 		return nil, fmt.Errorf("object %s: the index places a batch at %d+%d, which is not one whole batch", e.Object, e.Pos, e.Len)
 	}
 	if err := checkCount(codec.Batch(b), e); err != nil {
